@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The whole test suite: install + build, luacheck on lua/, ctest on the
+# normal build, then the C tests again under AddressSanitizer + UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh build
+jobs=$(nproc 2>/dev/null || echo 2)
+
+echo "== luacheck"
+luacheck -q lua tests/lua examples bench
+
+echo "== ctest (build)"
+(cd build && ctest --output-on-failure -j "$jobs")
+
+echo "== ctest (ASan + UBSan, C tests)"
+cmake -S . -B build-asan -DMK_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake --build build-asan -j "$jobs"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs")
