@@ -135,12 +135,17 @@ static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *
   sock_ctx *s = socketp;
   if (what == CURL_POLL_REMOVE) {
     if (s) {
-      uv_poll_stop(&s->poll);
-      uv_close((uv_handle_t *)&s->poll, on_poll_close);
       curl_multi_assign(G.multi, fd, NULL);
+      /* at engine shutdown the loop may have closed the handle already:
+       * then it is no longer ours to close (and s is left to the exit) */
+      if (!uv_is_closing((uv_handle_t *)&s->poll)) {
+        uv_poll_stop(&s->poll);
+        uv_close((uv_handle_t *)&s->poll, on_poll_close);
+      }
     }
     return 0;
   }
+  if (s && uv_is_closing((uv_handle_t *)&s->poll)) return 0; /* shutting down */
   if (!s) {
     s = calloc(1, sizeof *s);
     if (!s) return -1;
