@@ -25,7 +25,7 @@ Faults are chosen by the model name (so every client can select them):
   fault-slow     answers after 3 s
   fault-quota    terminal quota error (insufficient_quota / PerDay / billing)
   delay-N        answers after N milliseconds (the benchmark)
-Attempts are counted per (model, request text), so tests use distinct
+Attempts are counted per (wire format, model, request text), so tests use distinct
 prompts. A wrong key answers 401 (Gemini: 400 API_KEY_INVALID).
 
 GET /_stats -> {"requests": N, "by_model": {...}};  POST /_reset clears.
@@ -69,6 +69,7 @@ def content_text(c):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
 
     def log_message(self, fmt, *args):  # quiet
         pass
@@ -148,7 +149,7 @@ class Handler(BaseHTTPRequestHandler):
         for role, text in msgs:
             if role == "user":
                 last_user = text
-        ident = (model, json.dumps(msgs), system)
+        ident = (fmt, model, json.dumps(msgs), system)
         with LOCK:
             COUNTS[ident] = COUNTS.get(ident, 0) + 1
             attempt = COUNTS[ident]
