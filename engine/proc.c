@@ -118,11 +118,13 @@ static void parse_child_pid(proc_op *o) {
 
 static void on_timer(uv_timer_t *t);
 
-/* Polite first: the wrapper kills the child's group and every descendant
- * it reaped as subreaper, and still reports rusage. */
+/* The child's group dies at once; SIGTERM asks the wrapper to kill the
+ * descendants that left the group (it is their subreaper), reap them all
+ * and still report rusage. */
 static void stop(proc_op *o) {
   if (o->stopping || o->exited) return;
   o->stopping = 1;
+  if (o->child_pid > 0) kill(-(pid_t)o->child_pid, SIGKILL);
   uv_process_kill(&o->proc, SIGTERM);
   o->phase = PH_KILL;
   uv_timer_start(&o->timer, on_timer, KILL_GRACE_MS, 0);
