@@ -155,7 +155,8 @@ int main(void) {
       "local r = ix:search('block shape must be divisible by 8 and 128', 3)\n"
       "assert(r[1], 'no results')\n"
       "assert(r[1].text:find('128', 1, true) and r[1].text:find('divisible', 1, true), 'first: ' .. r[1].title)\n"
-      "assert(r[1].title:lower():find('block', 1, true), 'title: ' .. r[1].title)\n");
+      "eq(r[1].name, 'pallas-blockspec.md', 'file of first hit')\n"
+      "assert(r[1].title:find('Block-shape rule', 1, true), 'title: ' .. r[1].title)\n");
 
   lua_close(L);
   printf("%d passed, %d failed\n", passed, failed);
