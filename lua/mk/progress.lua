@@ -29,10 +29,13 @@ end
 
 --- Create a status line.
 ---@param opts table|nil {quiet=bool, json=bool, stream=file (default io.stderr), out=file for json (default io.stdout),
----  tty=bool (default: detected on fd 2), interval=seconds between redraws (default 0.2), label=string, width=int}
+---  tty=bool (default: detected on fd 2), interval=seconds between redraws (default 0.2), label=string, width=int,
+---  clock=seconds function (default mk.task.now)}
 function progress.new(opts)
   opts = opts or {}
+  local clock = opts.clock or now
   local self = setmetatable({
+    clock = clock,
     quiet = opts.quiet and true or false,
     json = opts.json and true or false,
     stream = opts.stream or io.stderr,
@@ -40,7 +43,7 @@ function progress.new(opts)
     interval = opts.interval or 0.2,
     label = opts.label,
     width = opts.width or 118,
-    start = now(),
+    start = clock(),
     last_draw = -math.huge,
     drawn = false,
     f = { nodes = 0, correct = 0, best = nil, tokens = 0, usd = 0, device_s = 0 },
@@ -94,7 +97,7 @@ end
 --- The status line as plain text (no control characters).
 function Progress:line()
   local f = self.f
-  local el = now() - self.start
+  local el = self.clock() - self.start
   local parts = {}
   if self.label then parts[#parts + 1] = self.label end
   if f.text then parts[#parts + 1] = f.text end
@@ -113,7 +116,7 @@ end
 --- Redraw on a terminal (rate limited unless force).
 function Progress:draw(force)
   if not self.tty then return end
-  local t = now()
+  local t = self.clock()
   if not force and t - self.last_draw < self.interval then return end
   self.last_draw = t
   self.stream:write("\r\27[K", self:line())
