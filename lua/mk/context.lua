@@ -61,7 +61,9 @@ function Ctx:rng(key) return rng_lib.new(self.seed, key) end
 function Ctx:exhausted()
   if self.stopped then return true, self.stopped end
   if self.budget then
-    local done, why = self.budget:exhausted(self:spent())
+    local s = self:spent()
+    self.budget:set_used { tokens = s.tokens, usd = s.usd, device_s = s.device_s }
+    local done, why = self.budget:exhausted()
     if done then return true, why end
   end
   return false
