@@ -67,7 +67,8 @@ t.test("20 SIGKILLs at random moments lose, change and duplicate no committed no
   for line in fs.read(log):gmatch("[^\n]+") do
     local key, id, oid = line:match("^committed (%S+) (n%d+) (%x+)$")
     if key and #oid == 40 then
-      t.eq(committed[key], nil, "key " .. key .. " committed twice (" .. tostring(committed[key] and committed[key].id) .. ", " .. id .. ")")
+      local prev = committed[key]
+      t.eq(prev, nil, "key " .. key .. " committed twice (" .. tostring(prev and prev.id) .. ", " .. id .. ")")
       committed[key] = { id = id, oid = oid }
     end
     local what = line:match("^repaired (.-)[%s:]")
