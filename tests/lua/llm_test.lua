@@ -471,7 +471,8 @@ t.test("exec: the request arrives as JSON on stdin, stdout is the reply", functi
 end)
 
 t.test("exec: a JSON object on stdout gives text, thinking and usage", function()
-  local c = llm.from_spec([[exec:cat >/dev/null; echo '{"text": "hi", "thinking": "hm", "usage": {"input_tokens": 7, "output_tokens": 3}}']])
+  local c = llm.from_spec("exec:cat >/dev/null; echo '{\"text\": \"hi\", \"thinking\": \"hm\", "
+    .. "\"usage\": {\"input_tokens\": 7, \"output_tokens\": 3}}'")
   local r = assert(c:chat { messages = { { role = "user", content = "x" } } })
   t.eq(r.text, "hi")
   t.eq(r.thinking, "hm")
