@@ -34,14 +34,22 @@ function M.reexec_with_key()
   return ok and 0 or (code or 1)
 end
 
---- Start a server; returns {port=, pid=, url=, stop=function}.
+--- Start a server; returns {port=, pid=, url=, stop=function}. opts.bench =
+--- true starts bench_server.py (answers after opts.delay s, default 1).
 function M.start(opts)
   opts = opts or {}
   local dir = fs.tmpdir("mk-fake-llm-")
   local port_file = dir .. "/port"
-  local script = require("mk.home").path("tests/fake_llm/server.py")
-  local cmd = string.format("python3 %q --port-file %q --idle-exit %d %s >%q 2>&1 &",
-    script, port_file, opts.idle_exit or 120, my_pid() and ("--watch-pid " .. my_pid()) or "", dir .. "/log")
+  local script, extra
+  if opts.bench then -- the single-threaded asyncio server of the benchmark
+    script = require("mk.home").path("tests/fake_llm/bench_server.py")
+    extra = string.format("--delay %g", opts.delay or 1)
+  else
+    script = require("mk.home").path("tests/fake_llm/server.py")
+    extra = string.format("--idle-exit %d", opts.idle_exit or 120)
+  end
+  local cmd = string.format("python3 %q --port-file %q %s %s >%q 2>&1 &",
+    script, port_file, extra, my_pid() and ("--watch-pid " .. my_pid()) or "", dir .. "/log")
   assert(os.execute(cmd))
   local t0 = task.now()
   while not fs.exists(port_file) do
