@@ -305,8 +305,14 @@ static size_t header_cb(char *p, size_t size, size_t n, void *ud) {
   return len;
 }
 
+/* One multi handle per engine. A registry flag tells a new engine (a new
+ * lua_State, as C tests make one after another) from the current one; the
+ * previous engine's multi handle is abandoned, its loop is gone. */
 static int ctx_init(lua_State *L) {
-  if (G.ready) return 0;
+  int fresh = lua_getfield(L, LUA_REGISTRYINDEX, "mk.http.ready") == LUA_TNIL;
+  lua_pop(L, 1);
+  if (G.ready && !fresh) return 0;
+  memset(&G, 0, sizeof G);
   G.loop = mk_loop(L);
   G.multi = curl_multi_init();
   if (!G.multi) return -1;
@@ -314,6 +320,8 @@ static int ctx_init(lua_State *L) {
   curl_multi_setopt(G.multi, CURLMOPT_TIMERFUNCTION, timer_cb);
   uv_timer_init(G.loop, &G.timer);
   G.ready = 1;
+  lua_pushboolean(L, 1);
+  lua_setfield(L, LUA_REGISTRYINDEX, "mk.http.ready");
   return 0;
 }
 
