@@ -15,6 +15,7 @@
 
 #include <curl/curl.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -87,7 +88,17 @@ typedef struct xfer {
   long status;
   double total_s;
   wait_op *waiter;
+  struct stall *stall; /* the no-data watchdog, when stall_timeout is set */
+  uint64_t last_rx;    /* loop time (ms) of the last bytes received */
 } xfer;
+
+/* Separately allocated: a uv handle must outlive its close callback, and
+ * the xfer's userdata memory is freed by Lua right after __gc. */
+typedef struct stall {
+  uv_timer_t timer;
+  xfer *x;
+  uint64_t ms;
+} stall;
 
 enum { WAIT_LINES, WAIT_DONE };
 
@@ -98,6 +109,7 @@ struct wait_op {
 };
 
 static void check_multi_info(void);
+static void stall_stop(xfer *x);
 
 static void wake(xfer *x, int finishing) {
   wait_op *w = x->waiter;
@@ -214,7 +226,33 @@ static void xfer_complete(xfer *x, CURLcode rc) {
     x->partial.n = 0;
   }
   xfer_remove(x);
+  stall_stop(x);
   wake(x, 1);
+}
+
+static void on_stall_close(uv_handle_t *h) { free(h->data); }
+
+static void stall_stop(xfer *x) {
+  stall *st = x->stall;
+  if (!st) return;
+  x->stall = NULL;
+  st->x = NULL;
+  if (!uv_is_closing((uv_handle_t *)&st->timer)) uv_close((uv_handle_t *)&st->timer, on_stall_close);
+}
+
+/* No bytes for stall_timeout: abort like curl's own timeouts do. (curl's
+ * LOW_SPEED_* options average over several seconds, too coarse for this.) */
+static void on_stall(uv_timer_t *t) {
+  stall *st = t->data;
+  xfer *x = st->x;
+  if (!x || x->done) return;
+  uint64_t idle = uv_now(G.loop) - x->last_rx;
+  if (idle < st->ms) {
+    uv_timer_start(&st->timer, on_stall, st->ms - idle, 0);
+    return;
+  }
+  snprintf(x->errbuf, sizeof x->errbuf, "no data received for %.1f s (stall_timeout)", (double)st->ms / 1000.0);
+  xfer_complete(x, CURLE_OPERATION_TIMEDOUT);
 }
 
 static void check_multi_info(void) {
@@ -232,6 +270,7 @@ static void check_multi_info(void) {
 static size_t write_cb(char *p, size_t size, size_t n, void *ud) {
   xfer *x = ud;
   size_t len = size * n;
+  x->last_rx = uv_now(G.loop);
   if (buf_add(&x->body, p, len) != 0) return 0;
   if (x->want_lines) {
     add_lines(x, p, len);
@@ -243,6 +282,7 @@ static size_t write_cb(char *p, size_t size, size_t n, void *ud) {
 static size_t header_cb(char *p, size_t size, size_t n, void *ud) {
   xfer *x = ud;
   size_t len = size * n;
+  x->last_rx = uv_now(G.loop);
   if (len >= 5 && strncmp(p, "HTTP/", 5) == 0) {
     x->resp_hdrs.n = 0; /* a new response (after 100-continue or a redirect) */
     return len;
@@ -265,8 +305,14 @@ static size_t header_cb(char *p, size_t size, size_t n, void *ud) {
   return len;
 }
 
+/* One multi handle per engine. A registry flag tells a new engine (a new
+ * lua_State, as C tests make one after another) from the current one; the
+ * previous engine's multi handle is abandoned, its loop is gone. */
 static int ctx_init(lua_State *L) {
-  if (G.ready) return 0;
+  int fresh = lua_getfield(L, LUA_REGISTRYINDEX, "mk.http.ready") == LUA_TNIL;
+  lua_pop(L, 1);
+  if (G.ready && !fresh) return 0;
+  memset(&G, 0, sizeof G);
   G.loop = mk_loop(L);
   G.multi = curl_multi_init();
   if (!G.multi) return -1;
@@ -274,6 +320,8 @@ static int ctx_init(lua_State *L) {
   curl_multi_setopt(G.multi, CURLMOPT_TIMERFUNCTION, timer_cb);
   uv_timer_init(G.loop, &G.timer);
   G.ready = 1;
+  lua_pushboolean(L, 1);
+  lua_setfield(L, LUA_REGISTRYINDEX, "mk.http.ready");
   return 0;
 }
 
@@ -287,6 +335,7 @@ static void xfer_close(xfer *x) {
     mk_op_finish(&w->op);
   }
   xfer_remove(x);
+  stall_stop(x);
   if (x->easy) curl_easy_cleanup(x->easy);
   x->easy = NULL;
   curl_slist_free_all(x->hdrs);
@@ -335,7 +384,7 @@ static int l_open(lua_State *L) {
   const char *body = opt_string(L, 1, "body", &body_len);
   double timeout = opt_number(L, 1, "timeout", 0);
   double connect_timeout = opt_number(L, 1, "connect_timeout", 30);
-  double stall = opt_number(L, 1, "stall_timeout", 0);
+  double stall_s = opt_number(L, 1, "stall_timeout", 0);
   lua_getfield(L, 1, "lines");
   int want_lines = lua_toboolean(L, -1);
   lua_getfield(L, 1, "follow");
@@ -403,10 +452,6 @@ static int l_open(lua_State *L) {
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
   if (timeout > 0) curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, to_ms(timeout));
   if (connect_timeout > 0) curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, to_ms(connect_timeout));
-  if (stall > 0) {
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)ceil(stall));
-  }
   if (body) {
     curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
     curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, body);
@@ -420,6 +465,18 @@ static int l_open(lua_State *L) {
   }
   x->in_multi = 1;
   G.running++;
+  x->last_rx = uv_now(G.loop);
+  if (stall_s > 0) {
+    stall *st = calloc(1, sizeof *st);
+    if (st) {
+      uv_timer_init(G.loop, &st->timer);
+      st->timer.data = st;
+      st->x = x;
+      st->ms = (uint64_t)to_ms(stall_s);
+      x->stall = st;
+      uv_timer_start(&st->timer, on_stall, st->ms, 0);
+    }
+  }
   return 1;
 }
 
@@ -525,6 +582,7 @@ static void wait_cancel(mk_op *op) {
     x->waiter = NULL;
     if (!x->done) {
       xfer_remove(x);
+      stall_stop(x);
       x->done = 1;
       x->cancelled = 1;
     }

@@ -164,6 +164,11 @@ Client.__index = Client
 -- dir): the n-th identical request gets sample index n-1
 local sample_counts = {}
 
+--- Start sample indices from 0 again, as a new process would (a replay in
+--- the same process as its recording, a fresh run in a suite that must
+--- see the same samples).
+function llm.reset_samples() sample_counts = {} end
+
 local function strip_slash(s) return (s:gsub("/+$", "")) end
 
 local function first_env(names)
@@ -176,7 +181,9 @@ local function first_env(names)
 end
 
 --- Make a client. See docs/api/llm.md for every option and its default.
----@param opts table {provider, model, base_url, api_key_env, max_concurrency=16, timeout=600, connect_timeout=30, stall_timeout=300, max_retries=6, backoff_base=1, backoff_max=60, max_retry_wait=300, rpm, tpm, price, cache="off", cache_dir, max_tokens, extra_body, headers}
+---@param opts table {provider, model, base_url, api_key_env, max_concurrency=16, timeout=600,
+---  connect_timeout=30, stall_timeout=300, max_retries=6, backoff_base=1, backoff_max=60,
+---  max_retry_wait=300, rpm, tpm, price, cache="off", cache_dir, max_tokens, extra_body, headers}
 function llm.client(opts)
   if type(opts) ~= "table" then error("llm.client: expected a table of options", 2) end
   local name = opts.provider
@@ -296,7 +303,7 @@ end
 
 -- The attempts loop: one call through the provider, retried per policy.
 function Client:attempts(req)
-  local attempt, resp, err = 0, nil, nil
+  local attempt = 0
   while true do
     attempt = attempt + 1
     local key = self:key()
@@ -304,7 +311,7 @@ function Client:attempts(req)
       return nil, { kind = "auth", retryable = false,
         message = string.format("%s: no API key: set %s", self.provider, env_name(self.api_key_env)) }, attempt
     end
-    resp, err = self.impl.call(self, req, { key = key, attempt = attempt })
+    local resp, err = self.impl.call(self, req, { key = key, attempt = attempt })
     if resp then return resp, nil, attempt end
     if type(err) ~= "table" then err = { kind = "bad_response", message = tostring(err) } end
     err.kind = err.kind or "bad_response"

@@ -29,7 +29,7 @@ local function run(command, input, timeout)
   if p then p:close() end
   local function kill() if pid then os.execute("kill -TERM -" .. pid .. " 2>/dev/null") end end
   local done = false
-  local guard <close> = setmetatable({}, { __close = function()
+  local cleanup <close> = setmetatable({}, { __close = function() -- luacheck: ignore 211
     if not done then kill() end
     fs.rm_rf(dir)
   end })
