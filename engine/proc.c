@@ -421,6 +421,14 @@ static int l_run(lua_State *L) {
   /* sandbox = {...}: argv is rewritten by mk.sandbox.wrap, cwd defaults to
    * the sandbox's workdir. */
   const char *sb_workdir = NULL;
+  int sb_user = 0; /* the sandbox runs the command as nobody */
+  int want_nproc = 0;
+  if (lua_getfield(L, 1, "limits") == LUA_TTABLE) {
+    lua_getfield(L, -1, "nproc");
+    want_nproc = lua_isnumber(L, -1) && lua_tonumber(L, -1) > 0;
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
   if (lua_getfield(L, 1, "sandbox") == LUA_TTABLE) { /* index 2 */
     sb_workdir = opt_string(L, 2, "workdir");
     lua_getglobal(L, "require");
@@ -428,9 +436,23 @@ static int l_run(lua_State *L) {
     lua_call(L, 1, 1);
     lua_getfield(L, -1, "wrap");
     lua_getfield(L, 1, "argv");
-    lua_pushvalue(L, 2);
-    lua_call(L, 2, 1); /* index 4: wrapped argv */
-    lua_remove(L, 3);
+    /* a copy of the sandbox table, with user = "nobody" when an nproc
+     * limit must hold for a root engine */
+    lua_newtable(L);
+    lua_pushnil(L);
+    while (lua_next(L, 2)) {
+      lua_pushvalue(L, -2);
+      lua_insert(L, -2);
+      lua_settable(L, -4);
+    }
+    if (want_nproc) {
+      lua_pushliteral(L, "nobody");
+      lua_setfield(L, -2, "user");
+    }
+    lua_call(L, 2, 2); /* wrapped argv, whether the sandbox switches user */
+    sb_user = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    lua_remove(L, 3); /* index 3: wrapped argv */
   } else if (!lua_isnil(L, 2)) {
     return luaL_error(L, "proc.run: 'sandbox' must be a table");
   } else {
@@ -492,7 +514,7 @@ static int l_run(lua_State *L) {
   }
 
   /* wrapper argv: mk-exec [-m N]... -- argv... */
-  size_t nargs = 1 + 8 + 1 + (size_t)wargc + 1;
+  size_t nargs = 1 + 8 + 2 + 1 + (size_t)wargc + 1;
   char **args = calloc(nargs, sizeof *args);
   char limbuf[4][32];
   size_t k = 0;
@@ -502,6 +524,11 @@ static int l_run(lua_State *L) {
     snprintf(limbuf[i], sizeof limbuf[i], "%ld", lim[i]);
     args[k++] = (char *)lim_flags[i];
     args[k++] = limbuf[i];
+  }
+  if (lim[2] > 0) {
+    /* nproc under a root engine: the child must not be root (see mk-exec) */
+    if (sb_workdir) args[k++] = "-w";
+    if (!sb_user) args[k++] = "-u";
   }
   args[k++] = "--";
   for (lua_Integer i = 1; i <= wargc; i++) {
