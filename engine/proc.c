@@ -481,6 +481,7 @@ static int l_run(lua_State *L) {
   else if (ty != LUA_TNIL) return luaL_error(L, "proc.run: 'stdin' must be a string");
   double timeout = opt_number(L, 1, "timeout", 0);
   double max_output = opt_number(L, 1, "max_output", (double)DEFAULT_MAX_OUTPUT);
+  if (max_output > (double)((size_t)1 << 40)) max_output = (double)((size_t)1 << 40);
   long lim[4] = {0, 0, 0, 0};
   static const char *const lim_names[4] = {"mem_mb", "cpu_s", "nproc", "fsize_mb"};
   static const char *const lim_flags[4] = {"-m", "-c", "-n", "-f"};
