@@ -256,6 +256,23 @@ t.test("proc/if the engine itself dies, the wrapper kills the process tree", fun
   t.ok(gone, "the orphaned tree was killed")
 end)
 
+t.test("proc/a run still in flight when the engine exits does not outlive it", function()
+  local exe = (os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine"
+  local script, pidfile = tmp .. "/inflight.lua", tmp .. "/inflight.pid"
+  fs.write(script, "local task = require 'mk.task'\n" ..
+    "task.spawn(require('mk.proc').run, {argv = {'sh', '-c', 'echo $$ > " .. pidfile .. "; exec sleep 1000'}})\n" ..
+    "task.sleep(0.3)\nreturn 0\n")
+  -- os.execute, not proc.run: no wrapper of ours around that engine
+  t.ok(os.execute(exe .. " script " .. script), "the engine exits 0")
+  local pid = read_pid(pidfile)
+  local gone = false
+  for _ = 1, 200 do
+    if not alive(pid) then gone = true break end
+    task.sleep(0.02)
+  end
+  t.ok(gone, "the child was killed when its engine went away")
+end)
+
 t.test("proc/rusage is per child even with concurrent children", function()
   local big = task.spawn(proc.run, { argv = { "python3", "-c",
     "b = bytearray(200 * 2 ** 20)\nfor i in range(0, len(b), 4096): b[i] = 1" } })
