@@ -109,12 +109,13 @@ function retrieve.reset()
   end
 end
 
--- Cut text to at most n characters, at a line end when one is near.
+-- Cut text to at most n characters (marker included), at a line end when
+-- one is near.
 local function clip(text, n)
   if #text <= n then return text, false end
-  local cut = n
-  local nl = text:sub(1, n):match(".*()\n")
-  if nl and nl > n * 0.5 then cut = nl - 1 end
+  local cut = n - 6
+  local nl = text:sub(1, cut):match(".*()\n")
+  if nl and nl > cut * 0.5 then cut = nl - 1 end
   -- do not split a UTF-8 sequence
   while cut > 0 and (text:byte(cut + 1) or 0) & 0xC0 == 0x80 do cut = cut - 1 end
   return text:sub(1, cut) .. "\n[...]", true
