@@ -109,10 +109,11 @@ static const char *const stopwords[] = {
   "would", "you", "your", NULL,
 };
 
+/* The list is sorted, so the words starting with one letter are a run. */
 static int is_stopword(const char *w, size_t n) {
-  if (n > 5) return 0;
-  for (int i = 0; stopwords[i]; i++)
-    if (strlen(stopwords[i]) == n && memcmp(stopwords[i], w, n) == 0) return 1;
+  if (n > 5 || w[0] < 'a' || w[0] > 'y') return 0;
+  for (int i = 0; stopwords[i] && stopwords[i][0] <= w[0]; i++)
+    if (stopwords[i][0] == w[0] && strlen(stopwords[i]) == n && memcmp(stopwords[i], w, n) == 0) return 1;
   return 0;
 }
 
