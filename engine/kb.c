@@ -350,12 +350,15 @@ static void chunk_markdown(const char *s, size_t n, size_t max_chunk, kb_chunk_f
 typedef struct { uint32_t chunk, tf; } kb_posting;
 typedef struct { char *s; uint32_t len, hash; kb_posting *p; uint32_t n, cap; } kb_term;
 typedef struct { uint32_t file; char *title, *text; size_t text_len; unsigned line; uint32_t ntok; } kb_chunk;
+/* A hash slot keeps the hash beside the term id so probes do not touch the
+ * term array (the index build is dominated by these lookups). */
+typedef struct { uint32_t hash, id; } kb_slot; /* id = term index + 1 */
 typedef struct { char *path, *name; int64_t mtime_ns, size; uint32_t dir; } kb_file; /* dir: 1-based, 0 = add() */
 
 typedef struct {
   kb_term *terms;
   uint32_t nterms, capterms;
-  uint32_t *slots; /* open addressing: term index + 1, 0 = empty */
+  kb_slot *slots; /* open addressing; id 0 = empty */
   uint32_t nslots;
   kb_chunk *chunks;
   uint32_t nchunks, capchunks;
@@ -374,6 +377,13 @@ typedef struct {
 static uint32_t fnv1a(const char *s, size_t n) {
   uint32_t h = 2166136261u;
   for (size_t i = 0; i < n; i++) { h ^= (unsigned char)s[i]; h *= 16777619u; }
+  /* FNV's low bits mix poorly and the table is indexed by them: finalise
+   * (murmur3 fmix32) so probe chains stay short. */
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
   return h;
 }
 
@@ -384,8 +394,8 @@ static void rehash(kb_index *ix, uint32_t nslots) {
   ix->nslots = nslots;
   for (uint32_t t = 0; t < ix->nterms; t++) {
     uint32_t j = ix->terms[t].hash & (nslots - 1);
-    while (ix->slots[j]) j = (j + 1) & (nslots - 1);
-    ix->slots[j] = t + 1;
+    while (ix->slots[j].id) j = (j + 1) & (nslots - 1);
+    ix->slots[j] = (kb_slot){ ix->terms[t].hash, t + 1 };
   }
 }
 
@@ -394,9 +404,11 @@ static uint32_t term_id(kb_index *ix, const char *s, size_t n, int create) {
   uint32_t h = fnv1a(s, n);
   if (ix->nslots) {
     uint32_t j = h & (ix->nslots - 1);
-    while (ix->slots[j]) {
-      kb_term *t = &ix->terms[ix->slots[j] - 1];
-      if (t->hash == h && t->len == n && memcmp(t->s, s, n) == 0) return ix->slots[j] - 1;
+    while (ix->slots[j].id) {
+      if (ix->slots[j].hash == h) {
+        kb_term *t = &ix->terms[ix->slots[j].id - 1];
+        if (t->len == n && memcmp(t->s, s, n) == 0) return ix->slots[j].id - 1;
+      }
       j = (j + 1) & (ix->nslots - 1);
     }
   }
@@ -410,8 +422,8 @@ static uint32_t term_id(kb_index *ix, const char *s, size_t n, int create) {
   if ((uint64_t)ix->nterms * 2 > ix->nslots) rehash(ix, ix->nslots ? ix->nslots * 2 : 2048);
   else {
     uint32_t j = h & (ix->nslots - 1);
-    while (ix->slots[j]) j = (j + 1) & (ix->nslots - 1);
-    ix->slots[j] = id + 1;
+    while (ix->slots[j].id) j = (j + 1) & (ix->nslots - 1);
+    ix->slots[j] = (kb_slot){ h, id + 1 };
   }
   return id;
 }
