@@ -464,7 +464,7 @@ static void add_chunk(void *ud, const char *title, const char *heading, const ch
                                 .text = xstrndup(text, len), .text_len = len, .line = line,
                                 .ntok = (uint32_t)ix->ntmp };
   ix->total_tokens += ix->ntmp;
-  qsort(ix->tmp, ix->ntmp, sizeof *ix->tmp, cmp_u32);
+  if (ix->ntmp > 1) qsort(ix->tmp, ix->ntmp, sizeof *ix->tmp, cmp_u32);
   for (size_t i = 0; i < ix->ntmp;) {
     size_t j = i;
     while (j < ix->ntmp && ix->tmp[j] == ix->tmp[i]) j++;
@@ -540,7 +540,7 @@ static int walk(const char *root, const char *rel, int depth, kb_found_list *out
     names[n++] = xstrndup(de->d_name, strlen(de->d_name));
   }
   closedir(d);
-  qsort(names, n, sizeof *names, cmp_str);
+  if (n > 1) qsort(names, n, sizeof *names, cmp_str);
   for (size_t i = 0; i < n; i++) {
     char path[PATH_MAX], r[PATH_MAX];
     int rn = snprintf(r, sizeof r, "%s%s%s", rel, rel[0] ? "/" : "", names[i]);
@@ -764,7 +764,7 @@ static int l_search(lua_State *L) {
     }
   }
   for (size_t i = 0; i < nh; i++) hits[i].score = score[hits[i].id];
-  qsort(hits, nh, sizeof *hits, cmp_hit);
+  if (nh > 1) qsort(hits, nh, sizeof *hits, cmp_hit);
   if ((size_t)k > nh) k = (lua_Integer)nh;
   for (lua_Integer i = 0; i < k; i++) {
     kb_chunk *c = &ix->chunks[hits[i].id];
