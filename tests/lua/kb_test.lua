@@ -171,6 +171,30 @@ t.test("mkengine kb search puts the block-shape rule first", function()
   t.contains(out, "2. ")
 end)
 
+t.test("learn falls back to $XDG_DATA_HOME/mkengine/learned when kb/learned cannot be written", function()
+  if not fs.exists(bin) then t.skip("no binary at " .. bin) end
+  local root = fs.tmpdir("mk-kb-home")
+  local repo = assert(fs.realpath("."))
+  assert(fs.mkdirs(root .. "/home/kb"))
+  assert(os.execute(string.format("ln -s '%s/lua' '%s/home/lua'", repo, root)))
+  assert(fs.write(root .. "/home/kb/note.md", "# Note\nsome shipped text\n"))
+  assert(fs.write(root .. "/home/kb/learned", "a file where the directory should be"))
+  assert(fs.write(root .. "/s.lua", [[
+    local retrieve = require "mk.retrieve"
+    local files = assert(retrieve.learn { task = "t1", target = "c", plan_summary = "grault blocking", status = "ok" })
+    print(files[1])
+    print(retrieve.passages("grault")[1].name)
+  ]]))
+  local f = assert(io.popen(string.format("MKENGINE_HOME='%s/home' XDG_DATA_HOME='%s/xdg' %s script '%s/s.lua' 2>&1",
+    root, root, bin, root)))
+  local out = f:read("a")
+  local ok = f:close()
+  fs.rm_rf(root)
+  t.ok(ok, out)
+  t.contains(out, root .. "/xdg/mkengine/learned/c--t1.md\n")
+  t.contains(out, "\nc--t1.md\n")
+end)
+
 t.test("mkengine kb search: -k, --json, --only --kb, no match, usage errors", function()
   if not fs.exists(bin) then t.skip("no binary at " .. bin) end
   local out, code = run("kb search -k 1 --json vmem_limit_bytes")
