@@ -119,8 +119,11 @@ static int is_stopword(const char *w, size_t n) {
 
 typedef void (*kb_emit_fn)(void *ud, const char *tok, size_t len);
 
-/* Lower-case, fold a plural ("shapes" -> "shape", "entries" -> "entry") on
- * purely alphabetic words, drop stop words, then emit. */
+/* Lower-case; on purely alphabetic words fold US and UK spellings together
+ * (-ize/-yze/-our as -ise/-yse/-or: "vectorize" and "vectorise" become one
+ * term) and fold a plural ("shapes" -> "shape", "entries" -> "entry");
+ * drop stop words; emit. Query and corpus go through the same folding, so
+ * an odd-looking term ("sise") is harmless. */
 static void emit_word(const char *s, size_t n, kb_emit_fn emit, void *ud) {
   char w[KB_MAX_TOKEN + 1];
   if (n == 0 || n > KB_MAX_TOKEN) return;
@@ -129,6 +132,12 @@ static void emit_word(const char *s, size_t n, kb_emit_fn emit, void *ud) {
     unsigned char c = (unsigned char)s[i];
     w[i] = (char)(is_upper(c) ? c + 32 : c);
     if (!is_lower((unsigned char)w[i])) alpha = 0;
+  }
+  if (alpha && n > 3) {
+    for (size_t i = 1; i + 1 < n; i++)
+      if (w[i] == 'z' && (w[i - 1] == 'i' || w[i - 1] == 'y') && (w[i + 1] == 'e' || w[i + 1] == 'i' || w[i + 1] == 'a'))
+        w[i] = 's';
+    if (n > 4 && w[n - 3] == 'o' && w[n - 2] == 'u' && w[n - 1] == 'r') { w[n - 2] = 'r'; n -= 1; }
   }
   if (alpha && n > 3 && w[n - 1] == 's') {
     if (n > 4 && w[n - 3] == 'i' && w[n - 2] == 'e') { w[n - 3] = 'y'; n -= 2; }

@@ -58,6 +58,12 @@ int main(void) {
   run(L, "tokens/lower_case_stopwords_dropped_plurals_folded",
       "local t = kb.tokens('The Shapes of the Entries are LARGE')\n"
       "eq(table.concat(t, ' '), 'shape entry large')\n");
+  run(L, "tokens/us_and_uk_spellings_fold_to_one_term",
+      "eq(table.concat(kb.tokens('vectorize vectorise vectorized vectorised vectorizing vectorization vectorisation'), ' '),\n"
+      "   'vectorise vectorise vectorised vectorised vectorising vectorisation vectorisation')\n"
+      "eq(table.concat(kb.tokens('analyze analyse behavior behaviour colour'), ' '), 'analyse analyse behavior behavior color')\n"
+      "eq(table.concat(kb.tokens('four hour'), ' '), 'four hour')\n"
+      "local t = kb.tokens('size sizes sized') eq(t[1], t[2]) eq(#t, 3)\n");
   run(L, "tokens/numbers_kept_and_punctuation_split",
       "local t = kb.tokens('(8, 128) tiles; 1.8x faster')\n"
       "eq(table.concat(t, ' '), '8 128 tile 1.8x 1 8x faster')\n");

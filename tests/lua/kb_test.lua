@@ -169,6 +169,8 @@ t.test("mkengine kb search puts the block-shape rule first", function()
   t.matches(first, "^1%. BlockSpec, index maps and block shapes > Block%-shape rule")
   t.contains(first, "kb/pallas-blockspec.md:")
   t.contains(out, "2. ")
+  out = run("kb search -k 1 --lines 0 'block shape must be divisible by 8 and 128'")
+  t.eq(select(2, out:gsub("\n", "")), 2, "title and file lines only: " .. out)
 end)
 
 t.test("learn falls back to $XDG_DATA_HOME/mkengine/learned when kb/learned cannot be written", function()
