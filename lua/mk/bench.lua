@@ -74,7 +74,8 @@ local function run_compiled(summary, run_dir)
     local ok, ev = pcall(cjson.decode, line)
     if ok and type(ev) == "table" and (ev.type == "node" or ev.type == "node_added") then
       local n = type(ev.node) == "table" and ev.node or ev
-      if type(n.status) == "string" and not NOT_COMPILED[n.status] and n.kind ~= "root" and n.kind ~= "baseline" then
+      if type(n.status) == "string" and not NOT_COMPILED[n.status] and n.kind ~= "root" and n.kind ~= "reference"
+        and n.kind ~= "baseline" then
         return true
       end
     end

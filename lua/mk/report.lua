@@ -122,6 +122,10 @@ local function normalise_node(src, t)
     end
   end
   local metrics_t = type(n.metrics) == "table" and n.metrics or {}
+  -- rundir's node events carry speedup/latency_s flat, without `metrics`
+  if type(n.metrics) ~= "table" then
+    metrics_t = { speedup = num(n.speedup), latency_s = num(n.latency_s), correct = n.correct }
+  end
   local meta = type(n.meta) == "table" and n.meta or {}
   return {
     id = tostring(n.id),
@@ -147,12 +151,18 @@ local function nodes_from_graph(dir)
   local ok3 = pcall(function()
     local list = run.graph:nodes()
     for _, gn in ipairs(list) do
+      local files = {}
+      if type(gn.files) == "function" and type(gn.file) == "function" then
+        for _, name in ipairs(gn:files()) do files[name] = gn:file(name) end
+      elseif type(gn.files) == "table" then
+        files = gn.files
+      end
       local n = normalise_node({
         id = gn.id, parents = gn.parents, kind = gn.kind, status = gn.status,
         metrics = gn.metrics, cost = gn.cost, plan = gn.plan, meta = gn.meta,
-        files = gn.files,
+        files = files, error = gn.error,
       })
-      if next(n.files) == nil and gn.file then
+      if next(n.files) == nil and type(gn.file) == "function" then
         for _, name in ipairs({ "kernel.c", "kernel.py", "kernel.cu" }) do
           local okf, src = pcall(gn.file, gn, name)
           if okf and type(src) == "string" then n.files[name] = src end
@@ -167,10 +177,11 @@ end
 
 local function event_tokens(ev)
   local u = type(ev.usage) == "table" and ev.usage or ev
-  return (num(u.input_tokens) or 0) + (num(u.output_tokens) or 0), num(u.usd) or num(ev.usd) or 0
+  return (num(u.input_tokens) or 0) + (num(u.output_tokens) or 0),
+    num(u.usd) or num(u.cost_usd) or num(ev.usd) or num(ev.cost_usd) or 0
 end
 
-local LLM_EVENTS = { llm = true, llm_call = true, ["llm.call"] = true, chat = true }
+local LLM_EVENTS = { llm = true, llm_call = true, ["llm.call"] = true }
 
 --- Load one run directory: run.json, summary.json, events.jsonl and the
 --- nodes (through mk.graph, else from node events or nodes.jsonl).
