@@ -262,7 +262,7 @@ function bench.run(opts)
       prog:event({ type = "bench_run", task = t.name, ["repeat"] = k, how = how, status = o.status,
                    correct = o.correct, speedup = o.speedup, error = o.error })
       prog:note(string.format("%-24s r%d %-8s %s", t.name, k, how,
-        o.error and ("error: " .. o.error) or (o.correct and string.format("%.2fx", o.speedup) or "no correct kernel")))
+        o.error and ("error: " .. (o.error:match("^[^\n]*"))) or (o.correct and string.format("%.2fx", o.speedup) or "no correct kernel")))
     end
     return o
   end
