@@ -590,7 +590,8 @@ h3{font-size:15px;margin:16px 0 6px}
 table{border-collapse:collapse;margin:6px 0}th,td{border-bottom:1px solid var(--line);padding:4px 10px;text-align:right;white-space:nowrap}
 th{background:var(--panel);font-weight:600}td:first-child,th:first-child{text-align:left}
 td.yes{color:#1a7f37}td.no{color:#cf222e}
-.charts{display:flex;flex-wrap:wrap;gap:24px}.charts figure{max-width:480px}.charts figure{margin:0}.charts figcaption{color:var(--muted);font-size:12px;text-align:center}
+.charts{display:flex;flex-wrap:wrap;gap:24px}.charts figure{max-width:480px;margin:0}
+.charts figcaption{color:var(--muted);font-size:12px;text-align:center}
 svg text{font:11px system-ui,sans-serif;fill:var(--fg)}
 svg .tick,svg .muted{fill:var(--muted)}svg .label{font-size:12px}
 svg .grid{stroke:#eaeef2}svg .axis{stroke:#8c959f}svg .hline{stroke:#8c959f;stroke-dasharray:4 3}
