@@ -961,9 +961,23 @@ def frozen_case_inputs(tests_dir, cid):
 # Subcommands
 # --------------------------------------------------------------------------
 
+def python_paths():
+    """Directories this interpreter needs (prefixes, sys.path), top-level
+    only: what a sandbox must show read-only for JAX to import."""
+    cands = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    cands.update(p for p in sys.path if p and os.path.isdir(p))
+    out = set()
+    for p in cands:
+        p = os.path.realpath(p)
+        if os.path.isdir(p) and p != "/":
+            out.add(p)
+    # Drop paths already inside another listed path.
+    return sorted(p for p in out if not any(p != q and p.startswith(q + "/") for q in out))
+
+
 def cmd_load(a):
     task = load_task(a.task, _overrides(a))
-    return {"status": "ok", "task": task}
+    return {"status": "ok", "task": task, "python": {"executable": sys.executable, "paths": python_paths()}}
 
 
 def cmd_tunables(a):
@@ -1027,7 +1041,16 @@ def cmd_freeze(a):
                    "tolerance": task["tolerance"], "dtype": a.dtype, "device": device_info(jax),
                    "harness_version": HARNESS_VERSION}, f, indent=1)
     n = write_manifest(tests)
-    return {"status": "ok", "cases": cases, "files": n}
+    return {"status": "ok", "cases": cases, "files": n,
+            "manifest_sha": sha256_file(os.path.join(tests, MANIFEST))}
+
+
+def cmd_verify(a):
+    """Check the manifest (no JAX): the idempotent half of freeze."""
+    files = verify_manifest(a.tests)
+    info = read_cases(a.tests)
+    return {"status": "ok", "cases": info.get("cases", []), "files": len(files),
+            "manifest_sha": sha256_file(os.path.join(a.tests, MANIFEST))}
 
 
 def _bench_args(task, a):
@@ -1354,6 +1377,8 @@ def build_parser():
     s = add("freeze", cmd_freeze, tests=True)
     s.add_argument("--seeds", default="0,1", help="search seeds; 0 = the task's own inputs")
     s.add_argument("--heldout", default="1001", help="held-out seeds")
+    s = add("verify", cmd_verify, task=False)
+    s.add_argument("--tests", required=True, help="frozen tests directory")
     add("compile", cmd_compile, candidate=True, tests=False)
     for name, fn in (("run", cmd_run), ("check", cmd_check), ("test", cmd_test)):
         s = add(name, fn, candidate=(name != "check"), tests=True)
