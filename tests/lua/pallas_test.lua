@@ -38,6 +38,7 @@ end)
 
 t.test("load of a JAXBench baseline.py gives the interface fields", function()
   local task = assert(pallas.load(SUITE .. "/rmsnorm"))
+  t.eq(pallas.last_runner, "proc", "inside a task the harness runs through mk.proc")
   t.eq(task.name, "rmsnorm")
   t.eq(task.target, "pallas")
   t.eq(task.format, "jaxbench")
@@ -185,6 +186,9 @@ t.test("freeze, compile, test, bench, profile, baseline end to end (" ..
   t.eq(r.status, "incorrect")
   t.eq(r.correct, false)
   t.contains(r.message, "outside atol")
+  local wb = pallas.bench(task, wrong, { tests_dir = tests, iters = 3, warmup = 1 })
+  t.eq(wb.status, "incorrect", "the timed runs' output is checked")
+  t.contains(wb.message, "timed runs")
 
   local typo = pallas.compile(task, { ["kernel.py"] = read(CANDS .. "/syntax.py") }, d .. "/typo", { tests_dir = tests })
   t.eq(typo.status, "compile_error")
@@ -199,6 +203,34 @@ t.test("freeze, compile, test, bench, profile, baseline end to end (" ..
 
   local bad = pallas.compile(task, { ["kernel.py"] = read(CANDS .. "/rejected.py") }, d .. "/bad", { tests_dir = tests })
   t.eq(bad.status, "rejected")
+  e2e_teardown()
+  fs.rm_rf(d)
+end)
+
+t.test("with opts.sandbox a candidate runs under bubblewrap without the expected outputs", function()
+  local ok, why = e2e_setup()
+  if not ok then return t.skip(why) end
+  local sb = require "mk.sandbox"
+  if not sb.available() then e2e_teardown(); return t.skip("bubblewrap cannot run here") end
+  if not HAVE_JAX then pallas.sandbox_ro = { pallas.env.PYTHONPATH } end
+  local task = assert(pallas.load(TINY))
+  task.seeds, task.heldout_seeds = { 0 }, {}
+  local d = fs.tmpdir("mk-pallas-")
+  local tests = d .. "/tests"
+  t.eq(pallas.freeze(task, tests).status, "ok")
+  local opts = { tests_dir = tests, sandbox = true }
+  local b = pallas.compile(task, { ["kernel.py"] = read(CANDS .. "/good.py") }, d .. "/good", opts)
+  t.eq(b.status, "ok", b.message)
+  local r = pallas.test(task, b, tests, opts)
+  t.eq(r.status, "ok", r.message)
+  local bb = pallas.bench(task, b, { tests_dir = tests, sandbox = true, iters = 3, warmup = 1 })
+  t.eq(bb.status, "ok", bb.message)
+  -- A probe through the same sandbox: the inputs are visible, expected/ is not.
+  local proc = require "mk.proc"
+  local res = proc.run { argv = { "/bin/sh", "-c", "ls " .. tests .. "/inputs >/dev/null && ls " .. tests .. "/expected" },
+    sandbox = { workdir = d .. "/good", ro = { tests .. "/inputs" } } }
+  t.ok(res.code ~= 0, "expected/ must not be visible in the sandbox")
+  pallas.sandbox_ro = {}
   e2e_teardown()
   fs.rm_rf(d)
 end)

@@ -27,6 +27,7 @@ M.defaults = {
 --- (the one that has JAX). M.env: extra environment for harness processes.
 M.python = nil
 M.env = nil
+M.last_runner = nil -- "proc" or "popen": which path ran the last harness call (tests)
 
 local function python()
   return M.python or os.getenv("MK_PYTHON") or "python3"
@@ -80,10 +81,17 @@ local function harness(sub, args, opts)
   local t0 = os.time()
   local r
   if proc and coroutine.isyieldable() then
-    r = proc.run {
+    -- No limits.mem_mb: the JAX runtimes reserve far more address space
+    -- than they use, so RLIMIT_AS would break every run.
+    local err
+    r, err = proc.run {
       argv = argv, cwd = opts.cwd, timeout = timeout, max_output = M.defaults.max_output,
       sandbox = opts.sandbox, env = M.env,
     }
+    if not r then
+      return { status = "error", kind = err.kind or "spawn", message = "cannot run the harness (" .. argv[1] ..
+        "): " .. tostring(err.message), wall_s = 0 }
+    end
   else
     -- No mk.proc (or not in a task): a blocking fallback through coreutils
     -- timeout; stderr goes to a temp file.
@@ -115,6 +123,7 @@ local function harness(sub, args, opts)
       r.status, r.code = "exited", code
     end
   end
+  M.last_runner = r.pid and "proc" or "popen"
   local v = M.decode(r.stdout)
   if r.status == "timeout" then
     return { status = "timeout", message = string.format("harness %s ran past %gs (hang?); stderr: %s",
@@ -331,12 +340,26 @@ local function candidate_args(task, build, extra, opts)
   return a
 end
 
+--- Extra read-only paths for sandboxed harness runs (e.g. a PYTHONPATH).
+M.sandbox_ro = {}
+
+-- bubblewrap options for a candidate process when opts.sandbox is set: the
+-- task, the harness, the interpreter's directories and the given inputs are
+-- visible read-only, the build workdir read-write, nothing else (expected
+-- outputs included). Off by default: mk.sandbox cannot pass accelerator
+-- device nodes (/dev/accel*, /dev/nvidia*) through yet.
 local function sandbox_for(task, workdir, opts, ro_extra)
   if not (opts and opts.sandbox) then return nil end
   local ro = { task.dir, fs.realpath(home.path("targets/pallas")) }
+  for _, p in ipairs(M.sandbox_ro) do ro[#ro + 1] = p end
   for _, p in ipairs((task.python or {}).paths or {}) do ro[#ro + 1] = p end
   for _, p in ipairs(ro_extra or {}) do ro[#ro + 1] = p end
   return { workdir = workdir, ro = ro }
+end
+
+-- What a candidate process may see of the frozen tests.
+local function visible_inputs(tests_dir)
+  return { tests_dir .. "/inputs", tests_dir .. "/cases.json", tests_dir .. "/manifest.sha256" }
 end
 
 --- Write the candidate files into workdir and compile (jax.jit(...).lower()
@@ -362,7 +385,7 @@ function M.compile(task, files, workdir, opts)
   if opts.tests_dir then extra = { "--tests", opts.tests_dir } end
   local r = harness("compile", candidate_args(task, build, extra, opts), {
     timeout = opts.timeout or task.timeout, cwd = workdir,
-    sandbox = sandbox_for(task, workdir, opts, opts.tests_dir and { opts.tests_dir .. "/inputs" } or nil),
+    sandbox = sandbox_for(task, workdir, opts, opts.tests_dir and visible_inputs(opts.tests_dir) or nil),
   })
   build.status = r.status
   build.message = r.message
@@ -396,8 +419,7 @@ function M.test(task, build, tests_dir, opts)
   if group == "heldout" then extra[#extra + 1] = "--heldout-cases" end
   local r = harness("run", candidate_args(task, build, extra, opts), {
     timeout = opts.timeout or task.timeout, cwd = build.workdir,
-    sandbox = sandbox_for(task, build.workdir, opts, { tests_dir .. "/inputs", tests_dir .. "/cases.json",
-      tests_dir .. "/manifest.sha256" }),
+    sandbox = sandbox_for(task, build.workdir, opts, visible_inputs(tests_dir)),
   })
   local wall = r.wall_s or 0
   if r.status ~= "ok" then
@@ -435,16 +457,25 @@ function M.bench(task, build, opts)
     return { status = build.status, correct = false, message = build.message, wall_s = 0 }
   end
   if type(opts.tests_dir) ~= "string" then error("pallas.bench: opts.tests_dir is required", 2) end
+  local outputs = build.workdir .. "/outputs-bench"
+  fs.rm_rf(outputs)
   local extra = { "--tests", opts.tests_dir, "--warmup", opts.warmup or M.defaults.warmup,
-    "--iters", opts.iters or M.defaults.iters }
+    "--iters", opts.iters or M.defaults.iters, "--no-check-output", "--save-output", outputs }
   if opts.no_trace then extra[#extra + 1] = "--no-trace" end
   local r = harness("bench", candidate_args(task, build, extra, opts), {
     timeout = opts.timeout or task.timeout, cwd = build.workdir,
-    sandbox = sandbox_for(task, build.workdir, opts, { opts.tests_dir }),
+    sandbox = sandbox_for(task, build.workdir, opts, visible_inputs(opts.tests_dir)),
   })
   if r.status ~= "ok" then
     return { status = r.status, correct = false, message = r.message, wall_s = r.wall_s, kind = r.kind,
       reason = r.reason }
+  end
+  -- The timed runs' output, checked by a process that runs no candidate code.
+  local c = harness("check", task_args(task, { "--tests", opts.tests_dir, "--outputs", outputs,
+    "--cases", r.case, "--calls", "bench" }), { timeout = M.defaults.check_timeout })
+  if c.status ~= "ok" then
+    return { status = c.status, correct = false, reason = c.reason, kind = c.kind, wall_s = r.wall_s,
+      message = "output of the timed runs is wrong: " .. tostring(c.message) }
   end
   local s = timing(r)
   return {
@@ -482,6 +513,7 @@ function M.profile(task, build, opts)
   if opts.latency_s then extra[#extra + 1] = "--latency-s"; extra[#extra + 1] = string.format("%.17g", opts.latency_s) end
   local r = harness("profile", candidate_args(task, build, extra, opts), {
     timeout = opts.timeout or task.timeout, cwd = build.workdir,
+    sandbox = sandbox_for(task, build.workdir, opts, opts.tests_dir and visible_inputs(opts.tests_dir) or nil),
   })
   return profile_result(r)
 end
