@@ -41,6 +41,7 @@
 /* ---- runtime ---------------------------------------------------------- */
 
 typedef struct mk_runtime mk_runtime;
+typedef struct mk_op mk_op;
 
 /* Create the engine: one lua_State with the standard libraries, cjson,
  * every mk.* C module preloaded and package.path set to find lua/. */
@@ -57,6 +58,11 @@ int mk_runtime_run_main(mk_runtime *rt, int nargs);
 const char *mk_home(lua_State *L);
 /* The libuv loop of the engine that owns L (any thread of it). */
 uv_loop_t *mk_loop(lua_State *L);
+/* The engine's main thread: use it (not a coroutine) for registry work in
+ * libuv callbacks and in vt->free/cancel, e.g. luaL_unref. */
+lua_State *mk_main_state(lua_State *L);
+/* Same, from an op (for vt->free and vt->cancel, which get no lua_State). */
+lua_State *mk_op_state(const mk_op *op);
 
 /* Call with a message handler that appends a traceback; on error leaves one
  * string "file:line: message\nstack traceback:..." (or the error table with
@@ -65,7 +71,6 @@ int mk_pcall(lua_State *L, int nargs, int nresults);
 
 /* ---- operations --------------------------------------------------------- */
 
-typedef struct mk_op mk_op;
 typedef struct mk_op_vt {
   const char *name;                               /* for messages */
   int (*results)(lua_State *L, mk_op *op);        /* push results, return n */
