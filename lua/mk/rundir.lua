@@ -62,7 +62,8 @@ function Run:_wire()
   self.offset = os.time() - (tonumber(self.info.started) or os.time())
   self.graph.on_add = function(n)
     self:event{ type = "node", id = n.id, key = n.key, kind = n.kind, status = n.status,
-      parents = #n.parents > 0 and n.parents or nil, latency_s = n.metrics.latency_s, speedup = n.metrics.speedup }
+      parents = #n.parents > 0 and n.parents or nil, latency_s = n.metrics.latency_s, speedup = n.metrics.speedup,
+      cost = n.cost }
   end
   self.graph.on_best = function(n)
     self:event{ type = "best", id = n.id, latency_s = n.metrics.latency_s, speedup = n.metrics.speedup }

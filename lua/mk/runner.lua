@@ -113,7 +113,10 @@ local function heldout_best(ctx)
       candidates[#candidates + 1] = n
     end
   end
-  table.sort(candidates, function(a, b) return a.metrics.latency_s < b.metrics.latency_s end)
+  table.sort(candidates, function(a, b)
+    if a.metrics.latency_s ~= b.metrics.latency_s then return a.metrics.latency_s < b.metrics.latency_s end
+    return a.id < b.id
+  end)
   for _, n in ipairs(candidates) do
     local files = {}
     for _, name in ipairs(n:files()) do files[name] = n:file(name) end
