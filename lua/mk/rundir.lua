@@ -105,10 +105,13 @@ function Run:set_status(s)
   return assert(write_json(self:path("run.json"), self.info, true))
 end
 
---- Rewrite best/ with the files of the current best node (plan.md and
---- node.json included). Atomic: best/ is swapped in by a rename.
-function Run:refresh_best()
-  local b = self.graph:best()
+--- Rewrite best/ with the files of the current best node, or of `node`
+--- when given (the runner passes the best node that also passed the
+--- held-out check). plan.md and node.json included; atomic: best/ is
+--- swapped in by a rename.
+---@param node mk.Node|nil
+function Run:refresh_best(node)
+  local b = node or self.graph:best()
   local target = self:path("best")
   local tmp = self:path(".best.tmp")
   fs.rm_rf(tmp)
