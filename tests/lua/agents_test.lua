@@ -172,12 +172,12 @@ end)
 
 t.test("a terminal model error (bad key) stops the run with a clear message", function()
   local c = { label = "failing fake" }
-  function c:chat() return nil, { kind = "auth", message = "invalid API key" } end
+  function c.chat() return nil, { kind = "auth", message = "invalid API key" } end
   local ctx, parent = ctx_with(c)
   local err = t.raises(function() ctx.agents.plan { parent = parent, key = "k" } end, "model error (auth)")
   t.eq(err.exit, 1)
   local c2 = { label = "flaky fake" }
-  function c2:chat() return nil, { kind = "server", message = "500 after retries" } end
+  function c2.chat() return nil, { kind = "server", message = "500 after retries" } end
   local ctx2, parent2 = ctx_with(c2)
   local r, e = ctx2.agents.plan { parent = parent2, key = "k" }
   t.eq(r, nil)
