@@ -40,8 +40,20 @@ local LAZY = { plan = "plan.md", error = "error.txt" }
 ---@field time integer unix seconds of the commit
 local Node = {}
 
+-- Fields kept undecoded (as the JSON text `_tail`) until first use, so
+-- loading 100,000 nodes decodes only what the graph's structure needs.
+local TAIL = { metrics = true, cost = true, meta = true, transcripts = true, time = true, file_names = true }
+local expand -- defined below
+
 local node_mt = {
   __index = function(n, k)
+    if TAIL[k] then
+      if rawget(n, "_tail") then
+        expand(n)
+        return rawget(n, k)
+      end
+      return nil
+    end
     if LAZY[k] then
       -- loaded on first use: 100,000 nodes need not hold their plans
       local p = n._g.repo and n._g.repo:read(n.oid, LAZY[k]) or nil
@@ -70,9 +82,7 @@ end
 
 --- True when the node is a correct, measured candidate (eligible for best).
 function Node:correct()
-  local m = self.metrics or {}
-  return self.status == "ok" and m.correct ~= false and
-    (type(m.latency_s) == "number" or type(m.speedup) == "number")
+  return self.status == "ok" and self._ok ~= false and (self._lat ~= nil or self._sp ~= nil)
 end
 
 --- Tokens spent on the node (cost.input_tokens + cost.output_tokens, or cost.tokens).
@@ -122,20 +132,69 @@ local function id_of(n) return string.format("n%04d", n) end
 -- lua-cjson decodes every number as a float; give integral values back
 -- their integer subtype so counts print and compare as written.
 local function normalize(v)
-  if type(v) == "table" then
-    for k, x in pairs(v) do v[k] = normalize(x) end
-  elseif type(v) == "number" then
-    return math.tointeger(v) or v
+  for k, x in pairs(v) do
+    local tx = type(x)
+    if tx == "number" then
+      local i = math.tointeger(x)
+      if i then v[k] = i end
+    elseif tx == "table" then
+      normalize(x)
+    end
   end
   return v
 end
 
+-- Deep copy, so a caller mutating its metrics table later cannot change a
+-- committed node behind git's back.
+local function copy(v)
+  if type(v) ~= "table" then return v end
+  local out = {}
+  for k, x in pairs(v) do out[k] = copy(x) end
+  return out
+end
+
+local NULL = json.null
+local function unnull(v)
+  if v == NULL then return nil end
+  return v
+end
+local function num(v)
+  if type(v) == "number" then return v end
+  return nil
+end
+
+-- Turn a full record (node.json, or a node being added) into a node in
+-- place, keeping eagerly the summary of metrics that best-tracking needs.
+local function adopt(rec, g)
+  rec.file_names, rec.files = rec.files or {}, nil
+  rec.parents = rec.parents or {}
+  rec.metrics = rec.metrics and normalize(rec.metrics) or {}
+  rec.cost = rec.cost and normalize(rec.cost) or {}
+  rec.meta = rec.meta and normalize(rec.meta) or {}
+  if rec.transcripts then normalize(rec.transcripts) end
+  rec.time = rec.time and math.tointeger(rec.time) or rec.time
+  rec._g = g
+  rec._lat, rec._sp, rec._ok = num(rec.metrics.latency_s), num(rec.metrics.speedup), rec.metrics.correct ~= false
+  return setmetatable(rec, node_mt)
+end
+
+function expand(n)
+  local tail = json.decode(rawget(n, "_tail"))
+  n._tail = nil
+  n.metrics = tail.metrics and normalize(tail.metrics) or {}
+  n.cost = tail.cost and normalize(tail.cost) or {}
+  n.meta = tail.meta and normalize(tail.meta) or {}
+  n.transcripts = tail.transcripts and normalize(tail.transcripts) or nil
+  n.time = tail.time and math.tointeger(tail.time) or tail.time
+  n.file_names = tail.files or {}
+end
+
 local function is_better(a, b)
-  local la, lb = a.metrics.latency_s, b.metrics.latency_s
-  if type(la) == "number" and type(lb) == "number" then return la < lb end
-  local sa, sb = a.metrics.speedup, b.metrics.speedup
-  if type(sa) == "number" and type(sb) == "number" then return sa > sb end
-  return type(la) == "number" and type(lb) ~= "number"
+  local la, lb = a._lat, b._lat
+  if la and lb then return la < lb end
+  local sa, sb = a._sp, b._sp
+  if sa and sb then return sa > sb end
+  return la ~= nil and lb == nil
 end
 
 local function eligible(n)
@@ -168,36 +227,69 @@ local function pretty(v, indent, key)
   return "{\n" .. pad .. table.concat(parts, ",\n" .. pad) .. "\n" .. indent .. "}"
 end
 
--- Record as written to node.json and to the index (one line).
+-- Record as written to node.json.
 local function record_of(n)
   return {
-    id = n.id, oid = n.oid, key = n.key, kind = n.kind, status = n.status,
+    id = n.id, key = n.key, kind = n.kind, status = n.status,
     parents = n.parents, metrics = n.metrics, cost = n.cost, meta = n.meta,
     transcripts = n.transcripts, time = n.time, files = n.file_names,
   }
 end
 
-function Graph:_insert(rec)
-  local n = setmetatable({
-    _g = self, id = rec.id, oid = rec.oid, key = rec.key, kind = rec.kind,
-    status = rec.status, parents = rec.parents or {}, metrics = rec.metrics or {},
-    cost = rec.cost or {}, meta = rec.meta or {}, transcripts = rec.transcripts,
-    time = rec.time, file_names = rec.files or {},
-  }, node_mt)
-  self.by_id[n.id] = n
-  self.list[#self.list + 1] = n
-  if n.key then self.keys[n.key] = n end
-  local num = num_of(n.id)
-  if num and num > self.seq then self.seq = num end
-  for _, p in ipairs(n.parents) do
-    local c = self.kids[p]
-    if not c then
-      c = {}
-      self.kids[p] = c
-    end
-    c[#c + 1] = n
+local function nonempty(t)
+  if t and next(t) ~= nil then return t end
+  return nil
+end
+
+-- One line of the index: a JSON array of what the graph's structure needs
+-- (decoded at load), a tab, and a JSON object of the rest (decoded when a
+-- node's metrics/cost/meta are first read). JSON escapes tabs inside
+-- strings, so the first raw tab separates the two.
+--   [id, oid, parents, key, kind, status, latency_s, speedup, correct]\t{metrics, cost, meta, ...}
+local function index_line(n)
+  local m = n.metrics
+  local head = json.encode{ n.id, n.oid, n.parents, n.key or NULL, n.kind, n.status,
+    num(m.latency_s) or NULL, num(m.speedup) or NULL, m.correct ~= false }
+  local tail = json.encode{ metrics = nonempty(m), cost = nonempty(n.cost), meta = nonempty(n.meta),
+    transcripts = n.transcripts, time = n.time, files = nonempty(n.file_names) }
+  return head .. "\t" .. tail
+end
+
+-- A node from one index line (nil if the line is malformed).
+local function from_line(line, g)
+  local tab = line:find("\t", 1, true)
+  if not tab then return nil end
+  local h = json.decode(line:sub(1, tab - 1))
+  if type(h) ~= "table" or type(h[1]) ~= "string" or type(h[2]) ~= "string" or type(h[3]) ~= "table" then
+    return nil
   end
-  if not self.root_node and #n.parents == 0 then self.root_node = n end
+  return setmetatable({ _g = g, id = h[1], oid = h[2], parents = h[3], key = unnull(h[4]), kind = h[5],
+    status = h[6], _lat = num(h[7]), _sp = num(h[8]), _ok = h[9] ~= false, _tail = line:sub(tab + 1) }, node_mt)
+end
+
+-- Add an adopted node to the maps.
+function Graph:_insert(n)
+  self.by_id[n.id] = n
+  local list = self.list
+  list[#list + 1] = n
+  if n.key then self.keys[n.key] = n end
+  local seq = num_of(n.id)
+  if seq and seq > self.seq then self.seq = seq end
+  local parents = n.parents
+  if #parents == 0 then
+    if not self.root_node then self.root_node = n end
+  else
+    local kids = self.kids
+    for i = 1, #parents do
+      local p = parents[i]
+      local c = kids[p]
+      if not c then
+        kids[p] = { n }
+      else
+        c[#c + 1] = n
+      end
+    end
+  end
   if eligible(n) and (not self.best_node or is_better(n, self.best_node)) then
     self.best_node = n
   end
@@ -218,7 +310,7 @@ function Graph:_record_from_git(id, oid)
     return nil, { kind = "corrupt", message = "node.json of " .. id .. " is not valid" }
   end
   rec.oid = oid
-  return normalize(rec)
+  return rec
 end
 
 -- Rebuild the in-memory graph from refs/nodes/* (the source of truth).
@@ -239,21 +331,42 @@ function Graph:_rebuild()
     end
   end
   table.sort(recs, function(a, b) return (num_of(a.id) or 0) < (num_of(b.id) or 0) end)
-  for _, rec in ipairs(recs) do self:_insert(rec) end
+  for _, rec in ipairs(recs) do self:_insert(adopt(rec, self)) end
   return true
 end
 
 function Graph:_write_index()
   local lines = {}
-  for i, n in ipairs(self.list) do lines[i] = json.encode(record_of(n)) end
+  for i, n in ipairs(self.list) do lines[i] = index_line(n) end
   lines[#lines + 1] = ""
   return fs.write(self.dir .. "/" .. INDEX, table.concat(lines, "\n"), { atomic = true, sync = self.sync })
 end
 
--- Load the index; returns "ok", "torn" (last line cut short) or "bad".
+-- Load the index; returns "ok", "torn" (last line cut short), "bad" or
+-- "missing". The fast path decodes line after line with no per-line pcall;
+-- any failure restarts in the careful loop that tells torn from bad.
 function Graph:_load_index()
   local text = fs.read(self.dir .. "/" .. INDEX)
   if not text then return "missing" end
+  local find, sub = string.find, string.sub
+  local by_id = self.by_id
+  local function fast()
+    local pos, len = 1, #text
+    while pos <= len do
+      local e = find(text, "\n", pos, true)
+      if not e then error("torn", 0) end
+      local n = from_line(sub(text, pos, e - 1), self)
+      if not n or by_id[n.id] then error("bad", 0) end
+      self:_insert(n)
+      pos = e + 1
+    end
+  end
+  local gc_was_running = collectgarbage("isrunning")
+  collectgarbage("stop")
+  local ok = pcall(fast)
+  if gc_was_running then collectgarbage("restart") end
+  if ok then return "ok" end
+  self:_reset()
   local state = "ok"
   local pos, len = 1, #text
   while pos <= len do
@@ -262,12 +375,9 @@ function Graph:_load_index()
       state = "torn"
       break
     end
-    local ok, rec = pcall(json.decode, text:sub(pos, e - 1))
-    if not ok or type(rec) ~= "table" or type(rec.id) ~= "string" or type(rec.oid) ~= "string"
-      or self.by_id[rec.id] then
-      return "bad"
-    end
-    self:_insert(normalize(rec))
+    local dok, n = pcall(from_line, text:sub(pos, e - 1), self)
+    if not dok or not n or self.by_id[n.id] then return "bad" end
+    self:_insert(n)
     pos = e + 1
   end
   return state
@@ -347,7 +457,7 @@ function Graph:_reconcile(verify)
       return true
     end
     self.problems[#self.problems + 1] = "recovered " .. id .. " from its ref"
-    self:_insert(rec)
+    self:_insert(adopt(rec, self))
     dirty = true
   end
   return dirty
@@ -447,8 +557,8 @@ function Graph:add(spec)
   local id = id_of(self.seq + 1)
   local n = {
     id = id, key = spec.key, kind = spec.kind, status = status, parents = parents,
-    metrics = spec.metrics or {}, cost = spec.cost or {}, meta = spec.meta or {},
-    transcripts = spec.transcripts, time = os.time(), file_names = names,
+    metrics = copy(spec.metrics) or {}, cost = copy(spec.cost) or {}, meta = copy(spec.meta) or {},
+    transcripts = copy(spec.transcripts), time = os.time(), file_names = names,
   }
   local ok, node_json = pcall(pretty, record_of(n), "")
   if not ok then error("graph:add: cannot encode node: " .. tostring(node_json), 2) end
@@ -461,9 +571,10 @@ function Graph:add(spec)
     ref = "refs/nodes/" .. id, time = n.time }
   if not oid then return nil, err end
   n.oid = oid
-  local line = json.encode(record_of(n)) .. "\n"
+  local line = index_line(n) .. "\n"
   local prev_best = self.best_node
-  local node = self:_insert(record_of(n))
+  n.files, n.file_names = n.file_names, nil
+  local node = self:_insert(adopt(n, self))
   if spec.plan then rawset(node, "plan", spec.plan) end
   if spec.error then rawset(node, "error", spec.error) end
   local aok, aerr = fs.append(self.dir .. "/" .. INDEX, line, self.sync)
