@@ -24,6 +24,15 @@ local json = require("cjson").new()
 local graph = {}
 
 local INDEX = "nodes.jsonl"
+-- A binary snapshot of the index (string.pack records), written by close
+-- when many nodes were added: loading it costs one string.unpack per node
+-- instead of a JSON decode. A cache only: ignored unless it matches the
+-- index byte for byte up to the point it covers.
+local SNAP = "nodes.snap"
+local SNAP_MAGIC = "mk.graph snapshot 1\n"
+local SNAP_HEAD = "<I4I8I8s1s1"
+local SNAP_NODE = "<s1s1s2s1s1ddBs2I4"
+local SNAP_EVERY = 1000
 local RESERVED = { ["plan.md"] = true, ["node.json"] = true, ["error.txt"] = true }
 local LAZY = { plan = "plan.md", error = "error.txt" }
 
@@ -40,7 +49,7 @@ local LAZY = { plan = "plan.md", error = "error.txt" }
 ---@field time integer unix seconds of the commit
 local Node = {}
 
--- Fields kept undecoded (as the JSON text `_tail`) until first use, so
+-- Fields kept undecoded (a span `_tb`.._te` of the index text `_src`) until first use, so
 -- loading 100,000 nodes decodes only what the graph's structure needs.
 local TAIL = { metrics = true, cost = true, meta = true, transcripts = true, time = true, file_names = true }
 local expand -- defined below
@@ -48,7 +57,7 @@ local expand -- defined below
 local node_mt = {
   __index = function(n, k)
     if TAIL[k] then
-      if rawget(n, "_tail") then
+      if rawget(n, "_src") then
         expand(n)
         return rawget(n, k)
       end
@@ -154,6 +163,7 @@ local function copy(v)
 end
 
 local NULL = json.null
+local NAN = 0 / 0
 local function unnull(v)
   if v == NULL then return nil end
   return v
@@ -179,8 +189,8 @@ local function adopt(rec, g)
 end
 
 function expand(n)
-  local tail = json.decode(rawget(n, "_tail"))
-  n._tail = nil
+  local tail = json.decode(rawget(n, "_src"):sub(n._tb, n._te))
+  n._src, n._tb, n._te = nil, nil, nil
   n.metrics = tail.metrics and normalize(tail.metrics) or {}
   n.cost = tail.cost and normalize(tail.cost) or {}
   n.meta = tail.meta and normalize(tail.meta) or {}
@@ -195,10 +205,6 @@ local function is_better(a, b)
   local sa, sb = a._sp, b._sp
   if sa and sb then return sa > sb end
   return la ~= nil and lb == nil
-end
-
-local function eligible(n)
-  return n.kind ~= "root" and n.kind ~= "reference" and Node.correct(n)
 end
 
 local LISTS = { parents = true, files = true }
@@ -246,41 +252,47 @@ end
 -- node's metrics/cost/meta are first read). JSON escapes tabs inside
 -- strings, so the first raw tab separates the two.
 --   [id, oid, parents, key, kind, status, latency_s, speedup, correct]\t{metrics, cost, meta, ...}
-local function index_line(n)
-  local m = n.metrics
-  local head = json.encode{ n.id, n.oid, n.parents, n.key or NULL, n.kind, n.status,
-    num(m.latency_s) or NULL, num(m.speedup) or NULL, m.correct ~= false }
-  local tail = json.encode{ metrics = nonempty(m), cost = nonempty(n.cost), meta = nonempty(n.meta),
+local function tail_text(n)
+  local src = rawget(n, "_src")
+  if src then return src:sub(n._tb, n._te) end
+  return json.encode{ metrics = nonempty(n.metrics), cost = nonempty(n.cost), meta = nonempty(n.meta),
     transcripts = n.transcripts, time = n.time, files = nonempty(n.file_names) }
-  return head .. "\t" .. tail
 end
 
--- A node from one index line (nil if the line is malformed).
-local function from_line(line, g)
-  local tab = line:find("\t", 1, true)
-  if not tab then return nil end
-  local h = json.decode(line:sub(1, tab - 1))
+local function index_line(n)
+  local head = json.encode{ n.id, n.oid, n.parents, n.key or NULL, n.kind, n.status,
+    n._lat or NULL, n._sp or NULL, n._ok }
+  return head .. "\t" .. tail_text(n)
+end
+
+-- A node from the index line text[pos..e] (nil if the line is malformed).
+-- The tail stays in `text` (no copy) until the node is expanded.
+local function from_line(text, pos, e, g)
+  local tab = string.find(text, "\t", pos, true)
+  if not tab or tab > e then return nil end
+  local h = json.decode(string.sub(text, pos, tab - 1))
   if type(h) ~= "table" or type(h[1]) ~= "string" or type(h[2]) ~= "string" or type(h[3]) ~= "table" then
     return nil
   end
   return setmetatable({ _g = g, id = h[1], oid = h[2], parents = h[3], key = unnull(h[4]), kind = h[5],
-    status = h[6], _lat = num(h[7]), _sp = num(h[8]), _ok = h[9] ~= false, _tail = line:sub(tab + 1) }, node_mt)
+    status = h[6], _lat = num(h[7]), _sp = num(h[8]), _ok = h[9] ~= false, _src = text, _tb = tab + 1,
+    _te = e - 1 }, node_mt)
 end
 
--- Add an adopted node to the maps.
+-- Add an adopted node to the maps (the hot loop of loading: keep it lean).
 function Graph:_insert(n)
   self.by_id[n.id] = n
-  local list = self.list
-  list[#list + 1] = n
+  local count = self.count + 1
+  self.count = count
+  self.list[count] = n
   if n.key then self.keys[n.key] = n end
-  local seq = num_of(n.id)
-  if seq and seq > self.seq then self.seq = seq end
   local parents = n.parents
-  if #parents == 0 then
+  local np = #parents
+  if np == 0 then
     if not self.root_node then self.root_node = n end
   else
     local kids = self.kids
-    for i = 1, #parents do
+    for i = 1, np do
       local p = parents[i]
       local c = kids[p]
       if not c then
@@ -290,14 +302,22 @@ function Graph:_insert(n)
       end
     end
   end
-  if eligible(n) and (not self.best_node or is_better(n, self.best_node)) then
-    self.best_node = n
+  if n.status == "ok" and (n._lat or n._sp) and n._ok and n.kind ~= "root" and n.kind ~= "reference" then
+    local b = self.best_node
+    if not b or is_better(n, b) then self.best_node = n end
   end
   return n
 end
 
+-- The counter behind new ids: the number of the last node (the index and
+-- the rebuild are both in id order).
+function Graph:_sync_seq()
+  local last = self.list[#self.list]
+  self.seq = last and num_of(last.id) or 0
+end
+
 function Graph:_reset()
-  self.by_id, self.list, self.keys, self.kids = {}, {}, {}, {}
+  self.by_id, self.list, self.keys, self.kids, self.count = {}, {}, {}, {}, 0
   self.seq, self.root_node, self.best_node = 0, nil, nil
 end
 
@@ -332,14 +352,66 @@ function Graph:_rebuild()
   end
   table.sort(recs, function(a, b) return (num_of(a.id) or 0) < (num_of(b.id) or 0) end)
   for _, rec in ipairs(recs) do self:_insert(adopt(rec, self)) end
+  self:_sync_seq()
   return true
 end
 
 function Graph:_write_index()
+  fs.remove(self.dir .. "/" .. SNAP)
   local lines = {}
   for i, n in ipairs(self.list) do lines[i] = index_line(n) end
   lines[#lines + 1] = ""
   return fs.write(self.dir .. "/" .. INDEX, table.concat(lines, "\n"), { atomic = true, sync = self.sync })
+end
+
+function Graph:_write_snapshot()
+  local size = (fs.stat(self.dir .. "/" .. INDEX) or {}).size
+  local last = self.list[#self.list]
+  if not size or not last or self.index_broken then return end
+  local pack, concat = string.pack, table.concat
+  local last_line = #index_line(last) + 1
+  local parts = { SNAP_MAGIC, pack(SNAP_HEAD, #self.list, size, size - last_line + 1, last.id, last.oid) }
+  for i, n in ipairs(self.list) do
+    local tail = tail_text(n)
+    parts[i + 2] = pack(SNAP_NODE, n.id, n.oid, n.key or "", n.kind, n.status, n._lat or NAN, n._sp or NAN,
+      (n._ok and 1 or 0) | (n.key and 2 or 0), concat(n.parents, ","), #tail) .. tail
+  end
+  fs.write(self.dir .. "/" .. SNAP, concat(parts), { atomic = true, sync = self.sync })
+  self.snap_count = #self.list
+end
+
+-- Load nodes from the snapshot if it matches `text` (the index); returns
+-- the number of index bytes it covers (0 when unusable).
+function Graph:_load_snapshot(text)
+  local data = fs.read(self.dir .. "/" .. SNAP)
+  if not data or data:sub(1, #SNAP_MAGIC) ~= SNAP_MAGIC then return 0 end
+  local unpack, find, gmatch = string.unpack, string.find, string.gmatch
+  local count, covered, last_start, last_id, last_oid, pos = unpack(SNAP_HEAD, data, #SNAP_MAGIC + 1)
+  local prefix = json.encode{ last_id, last_oid }:sub(1, -2) .. ","
+  if covered > #text or text:sub(covered, covered) ~= "\n" or text:sub(last_start, last_start + #prefix - 1) ~= prefix then
+    return 0
+  end
+  for _ = 1, count do
+    local id, oid, key, kind, status, lat, sp, flags, pj, tlen
+    id, oid, key, kind, status, lat, sp, flags, pj, tlen, pos = unpack(SNAP_NODE, data, pos)
+    local parents
+    if pj == "" then
+      parents = {}
+    elseif not find(pj, ",", 1, true) then
+      parents = { pj }
+    else
+      parents = {}
+      for p in gmatch(pj, "[^,]+") do parents[#parents + 1] = p end
+    end
+    self:_insert(setmetatable({ _g = self, id = id, oid = oid, parents = parents,
+      key = (flags & 2 ~= 0) and key or nil, kind = kind, status = status,
+      _lat = lat == lat and lat or nil, _sp = sp == sp and sp or nil, _ok = flags & 1 ~= 0,
+      _src = data, _tb = pos, _te = pos + tlen - 1 }, node_mt))
+    pos = pos + tlen
+  end
+  if pos ~= #data + 1 or self.list[#self.list].oid ~= last_oid then error("snapshot is damaged", 0) end
+  self.snap_count = count
+  return covered
 end
 
 -- Load the index; returns "ok", "torn" (last line cut short), "bad" or
@@ -348,14 +420,14 @@ end
 function Graph:_load_index()
   local text = fs.read(self.dir .. "/" .. INDEX)
   if not text then return "missing" end
-  local find, sub = string.find, string.sub
+  local find = string.find
   local by_id = self.by_id
   local function fast()
-    local pos, len = 1, #text
+    local pos, len = (self.no_snapshot and 0 or self:_load_snapshot(text)) + 1, #text
     while pos <= len do
       local e = find(text, "\n", pos, true)
       if not e then error("torn", 0) end
-      local n = from_line(sub(text, pos, e - 1), self)
+      local n = from_line(text, pos, e, self)
       if not n or by_id[n.id] then error("bad", 0) end
       self:_insert(n)
       pos = e + 1
@@ -364,7 +436,15 @@ function Graph:_load_index()
   local gc_was_running = collectgarbage("isrunning")
   collectgarbage("stop")
   local ok = pcall(fast)
+  if not ok and fs.exists(self.dir .. "/" .. SNAP) then
+    -- maybe only the snapshot is bad: retry from the index alone
+    self:_reset()
+    self.no_snapshot = true
+    ok = pcall(fast)
+    self.no_snapshot = nil
+  end
   if gc_was_running then collectgarbage("restart") end
+  self:_sync_seq()
   if ok then return "ok" end
   self:_reset()
   local state = "ok"
@@ -375,11 +455,12 @@ function Graph:_load_index()
       state = "torn"
       break
     end
-    local dok, n = pcall(from_line, text:sub(pos, e - 1), self)
+    local dok, n = pcall(from_line, text, pos, e, self)
     if not dok or not n or self.by_id[n.id] then return "bad" end
     self:_insert(n)
     pos = e + 1
   end
+  self:_sync_seq()
   return state
 end
 
@@ -458,6 +539,7 @@ function Graph:_reconcile(verify)
     end
     self.problems[#self.problems + 1] = "recovered " .. id .. " from its ref"
     self:_insert(adopt(rec, self))
+    self:_sync_seq()
     dirty = true
   end
   return dirty
@@ -465,10 +547,12 @@ end
 
 --- Open (or create) the graph stored in the bare repository `dir`.
 ---@param dir string path of the bare repository (e.g. RUN/graph.git)
----@param opts table|nil {create = true, readonly = false, verify = false, sync = false}
+---@param opts table|nil {create = true, readonly = false, verify = false, sync = false, snapshot_every = 1000}
 ---  create: make the repository if missing; readonly: repair nothing on disk
 ---  (for inspecting a live run); verify: compare every ref with the index;
----  sync: fsync objects, refs and the index (survives power loss, ~ms/node).
+---  sync: fsync objects, refs and the index (survives power loss, ~ms/node);
+---  snapshot_every: close writes a binary snapshot of the index (fast loading)
+---  when at least this many nodes were added since the last one.
 ---@return mk.Graph|nil, table|nil err {kind = "not_found"|"corrupt", message}
 function graph.open(dir, opts)
   assert(type(dir) == "string", "graph.open: dir must be a string")
@@ -487,7 +571,7 @@ function graph.open(dir, opts)
   end
   if opts.sync then git.fsync(true) end
   local g = setmetatable({ repo = repo, dir = dir:gsub("/+$", ""), sync = opts.sync or false,
-    readonly = opts.readonly or false, problems = {} }, Graph)
+    readonly = opts.readonly or false, problems = {}, snapshot_every = opts.snapshot_every or SNAP_EVERY }, Graph)
   g:_reset()
   local ok, dirty = pcall(g._reconcile, g, opts.verify)
   if not ok then
@@ -571,16 +655,19 @@ function Graph:add(spec)
     ref = "refs/nodes/" .. id, time = n.time }
   if not oid then return nil, err end
   n.oid = oid
-  local line = index_line(n) .. "\n"
   local prev_best = self.best_node
   n.files, n.file_names = n.file_names, nil
-  local node = self:_insert(adopt(n, self))
+  local node = adopt(n, self)
+  local line = index_line(node) .. "\n"
+  self:_insert(node)
+  self.seq = self.seq + 1
   if spec.plan then rawset(node, "plan", spec.plan) end
   if spec.error then rawset(node, "error", spec.error) end
   local aok, aerr = fs.append(self.dir .. "/" .. INDEX, line, self.sync)
   if not aok then
     -- the commit and its ref exist; the next open recovers the index line
     self.problems[#self.problems + 1] = "cannot append to index: " .. tostring(aerr and aerr.message)
+    self.index_broken = true
   end
   if self.best_node ~= prev_best then
     self.repo:set_ref("refs/heads/best", node.oid, "best: " .. id)
@@ -693,7 +780,10 @@ end
 --- Pack refs (fast listing later) and close the repository.
 function Graph:close()
   if not self.repo then return end
-  if not self.readonly and #self.list > 0 then self.repo:pack_refs() end
+  if not self.readonly and #self.list > 0 then
+    self.repo:pack_refs()
+    if #self.list - (self.snap_count or 0) >= self.snapshot_every then self:_write_snapshot() end
+  end
   self.repo:close()
   self.repo = nil
 end
