@@ -502,6 +502,17 @@ t.test("exec: timeout kills the command", function()
   t.ok(task.now() - t0 < 3)
 end)
 
+t.test("exec: the fallback without mk.proc passes stdin, returns stdout, and times out", function()
+  local ex = require "mk.llm.exec"
+  local r = assert(ex.run_polling("tr a-z A-Z; echo err >&2; exit 4", "hello", 5))
+  t.eq(r.stdout, "HELLO")
+  t.eq(r.stderr, "err\n")
+  t.eq(r.code, 4)
+  local r2, err = ex.run_polling("sleep 5", "", 0.2)
+  t.eq(r2, nil)
+  t.eq(err.kind, "timeout")
+end)
+
 -- ---- model specs -----------------------------------------------------------------
 
 t.test("from_spec parses PROVIDER:MODEL with keys and base URLs from the environment", function()
