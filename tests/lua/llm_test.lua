@@ -160,6 +160,41 @@ for _, p in ipairs(PROVIDERS) do
   end
 end
 
+for _, p in ipairs(PROVIDERS) do
+  t.test(p .. ": an error event in the middle of a stream is retried, deltas restart", function()
+    local c = client(p, "fault-streamerror")
+    local attempts_seen = {}
+    local r, err = c:chat { messages = { { role = "user", content = prompt() } }, stream = true,
+      on_delta = function(_, _, attempt) attempts_seen[attempt] = true end }
+    t.ok(r, err and err.message)
+    t.eq(r.attempts, 2)
+    t.matches(r.text, "^echo: ")
+    t.ok(attempts_seen[2], "deltas of the second attempt are marked 2")
+  end)
+end
+
+t.test("parsers never raise on odd JSON, and name what is missing", function()
+  local odd = { {}, { 1, 2 }, { choices = "x" }, { choices = { 7 } }, { choices = { { message = 3 } } },
+    { candidates = { { content = { parts = { 5, { text = 9 } } } } } }, { content = "s" }, { content = { 1 } },
+    { usage = "many" }, { usageMetadata = { promptTokenCount = "a" } }, { error = 5 } }
+  for _, p in ipairs(PROVIDERS) do
+    local W = require("mk.llm." .. p)
+    local c = { provider = p, model = "m" }
+    for i, o in ipairs(odd) do
+      local ok, r, err = pcall(W.parse, c, o)
+      t.ok(ok, p .. " parse raised on case " .. i .. ": " .. tostring(r))
+      t.ok(r or (err and err.kind == "bad_response"), p .. " case " .. i)
+      local st = W.stream(c, {}, function() end)
+      for _, data in ipairs { "[1]", "3", "null", '"s"', "{}", '{"choices": [{"delta": 4}]}', '{"delta": "x"}', "{bad" } do
+        local ok2, e2 = pcall(st.event, st, "message", data)
+        t.ok(ok2, p .. " stream event raised on " .. data .. ": " .. tostring(e2))
+      end
+      local ok3 = pcall(st.result, st)
+      t.ok(ok3)
+    end
+  end
+end)
+
 t.test("429 with retry-after: 1 waits about a second, then succeeds", function()
   local r, err, dt = fault("openai", "fault-429", true)
   t.ok(r, err and err.message)
