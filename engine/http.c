@@ -87,6 +87,7 @@ typedef struct xfer {
   CURLcode result;
   long status;
   double total_s;
+  long connects;       /* new connections this transfer had to open */
   wait_op *waiter;
   struct stall *stall; /* the no-data watchdog, when stall_timeout is set */
   uint64_t last_rx;    /* loop time (ms) of the last bytes received */
@@ -219,6 +220,7 @@ static void xfer_complete(xfer *x, CURLcode rc) {
   x->result = rc;
   curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
   curl_easy_getinfo(x->easy, CURLINFO_TOTAL_TIME, &x->total_s);
+  curl_easy_getinfo(x->easy, CURLINFO_NUM_CONNECTS, &x->connects);
   if (x->want_lines && x->partial.n > 0) {
     buf_add(&x->lines, x->partial.p, x->partial.n);
     buf_add(&x->lines, "\n", 1);
@@ -543,6 +545,8 @@ static int push_response(lua_State *L, xfer *x) {
   lua_setfield(L, -2, "body");
   lua_pushnumber(L, x->total_s);
   lua_setfield(L, -2, "time_s");
+  lua_pushinteger(L, x->connects);
+  lua_setfield(L, -2, "new_connections");
   return 1;
 }
 

@@ -173,6 +173,14 @@ t.test("works inside pcall and inside a user coroutine", function()
   t.eq(co(), 200)
 end)
 
+t.test("sequential requests to one host reuse the kept-alive connection", function()
+  assert(http.request { url = srv.url .. "/_stats" })
+  local r = assert(http.request { url = srv.url .. "/_stats" })
+  t.eq(r.new_connections, 0)
+  local r2 = assert(http.request(post("ok", true, { on_line = function() end })))
+  t.eq(r2.new_connections, 0)
+end)
+
 t.test("many concurrent requests all complete", function()
   local hs = {}
   for i = 1, 64 do
