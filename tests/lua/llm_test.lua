@@ -610,6 +610,24 @@ return {
   t.raises(function() llm.from_spec("fast", { config_file = tmp .. "/missing.lua" }) end, "cannot load LLM config")
 end)
 
+t.test("mkengine ask sends one prompt and prints the answer and its cost", function()
+  local f = tmp .. "/ask_config.lua"
+  fs.write(f, string.format([[
+return { providers = { anthropic = { base_url = %q, api_key_env = %q, price = { input = 1e6, output = 2e6 } } } }
+]], srv.url, fake.key_env))
+  local exe = os.getenv("MKENGINE_BUILD") .. "/mkengine"
+  local p = io.popen(string.format("%q ask --model anthropic:ok --llm-config %q --stream 'hi from ask' 2>&1", exe, f))
+  local out = p:read("a")
+  p:close()
+  t.contains(out, "echo: hi from ask")
+  t.contains(out, "echo: hi from ask\n[anthropic:ok: 3 in, 4 out (0 thinking) tokens, $11.000000")
+  p = io.popen(string.format("%q ask --model anthropic:fault-quota --llm-config %q 'x y' 2>&1; echo rc=$?", exe, f))
+  out = p:read("a")
+  p:close()
+  t.contains(out, "quota: anthropic: HTTP 402")
+  t.contains(out, "rc=1")
+end)
+
 t.test("argument mistakes raise", function()
   local c = client("openai", "ok")
   t.raises(function() c:chat("hi") end, "expected a request table")

@@ -30,7 +30,7 @@ function W.build(client, req, key)
   transport.merge(body, client.extra_body, req.extra)
   local headers = { ["content-type"] = "application/json" }
   if key then headers["x-goog-api-key"] = key end
-  local path = "/v1beta/models/" .. client.model ..
+  local path = "/v1beta/models/" .. client.model:gsub("^models/", "") ..
     (req.stream and ":streamGenerateContent?alt=sse" or ":generateContent")
   return { url = client.base_url .. path, headers = headers, body = body }
 end
