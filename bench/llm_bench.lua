@@ -18,7 +18,8 @@ local threaded = os.getenv("MK_BENCH_THREADED") == "1" -- the threaded fake serv
 -- the threaded server speaks all three formats; the bench server only OpenAI's
 local provider = threaded and (arg[3] or "openai") or "openai"
 
-local srv = fake.start { bench = not threaded, delay = 1 }
+local workers = tonumber(os.getenv("MK_BENCH_WORKERS")) or 1 -- server processes
+local srv = fake.start { bench = not threaded, delay = 1, workers = workers }
 local c = llm.client {
   provider = provider, model = "delay-1000", api_key_env = fake.key_env,
   base_url = provider == "openai" and (srv.url .. "/v1") or srv.url,
