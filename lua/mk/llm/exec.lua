@@ -81,7 +81,7 @@ function W.call(client, req, _)
   local input = json.encode {
     model = client.model, system = system, messages = messages,
     max_tokens = req.max_tokens or client.max_tokens, temperature = req.temperature,
-    thinking = req.thinking, stop = req.stop, meta = req.meta,
+    thinking = req.thinking, stop = req.stop,
   }
   local r, err = run(client.command, input, client.timeout)
   if not r then return nil, err end
