@@ -109,17 +109,21 @@ static const char *const stopwords[] = {
   "would", "you", "your", NULL,
 };
 
+/* The list is sorted, so the words starting with one letter are a run. */
 static int is_stopword(const char *w, size_t n) {
-  if (n > 5) return 0;
-  for (int i = 0; stopwords[i]; i++)
-    if (strlen(stopwords[i]) == n && memcmp(stopwords[i], w, n) == 0) return 1;
+  if (n > 5 || w[0] < 'a' || w[0] > 'y') return 0;
+  for (int i = 0; stopwords[i] && stopwords[i][0] <= w[0]; i++)
+    if (stopwords[i][0] == w[0] && strlen(stopwords[i]) == n && memcmp(stopwords[i], w, n) == 0) return 1;
   return 0;
 }
 
 typedef void (*kb_emit_fn)(void *ud, const char *tok, size_t len);
 
-/* Lower-case, fold a plural ("shapes" -> "shape", "entries" -> "entry") on
- * purely alphabetic words, drop stop words, then emit. */
+/* Lower-case; on purely alphabetic words fold US and UK spellings together
+ * (-ize/-yze/-our as -ise/-yse/-or: "vectorize" and "vectorise" become one
+ * term) and fold a plural ("shapes" -> "shape", "entries" -> "entry");
+ * drop stop words; emit. Query and corpus go through the same folding, so
+ * an odd-looking term ("sise") is harmless. */
 static void emit_word(const char *s, size_t n, kb_emit_fn emit, void *ud) {
   char w[KB_MAX_TOKEN + 1];
   if (n == 0 || n > KB_MAX_TOKEN) return;
@@ -128,6 +132,12 @@ static void emit_word(const char *s, size_t n, kb_emit_fn emit, void *ud) {
     unsigned char c = (unsigned char)s[i];
     w[i] = (char)(is_upper(c) ? c + 32 : c);
     if (!is_lower((unsigned char)w[i])) alpha = 0;
+  }
+  if (alpha && n > 3) {
+    for (size_t i = 1; i + 1 < n; i++)
+      if (w[i] == 'z' && (w[i - 1] == 'i' || w[i - 1] == 'y') && (w[i + 1] == 'e' || w[i + 1] == 'i' || w[i + 1] == 'a'))
+        w[i] = 's';
+    if (n > 4 && w[n - 3] == 'o' && w[n - 2] == 'u' && w[n - 1] == 'r') { w[n - 2] = 'r'; n -= 1; }
   }
   if (alpha && n > 3 && w[n - 1] == 's') {
     if (n > 4 && w[n - 3] == 'i' && w[n - 2] == 'e') { w[n - 3] = 'y'; n -= 2; }
@@ -349,12 +359,15 @@ static void chunk_markdown(const char *s, size_t n, size_t max_chunk, kb_chunk_f
 typedef struct { uint32_t chunk, tf; } kb_posting;
 typedef struct { char *s; uint32_t len, hash; kb_posting *p; uint32_t n, cap; } kb_term;
 typedef struct { uint32_t file; char *title, *text; size_t text_len; unsigned line; uint32_t ntok; } kb_chunk;
+/* A hash slot keeps the hash beside the term id so probes do not touch the
+ * term array (the index build is dominated by these lookups). */
+typedef struct { uint32_t hash, id; } kb_slot; /* id = term index + 1 */
 typedef struct { char *path, *name; int64_t mtime_ns, size; uint32_t dir; } kb_file; /* dir: 1-based, 0 = add() */
 
 typedef struct {
   kb_term *terms;
   uint32_t nterms, capterms;
-  uint32_t *slots; /* open addressing: term index + 1, 0 = empty */
+  kb_slot *slots; /* open addressing; id 0 = empty */
   uint32_t nslots;
   kb_chunk *chunks;
   uint32_t nchunks, capchunks;
@@ -373,6 +386,13 @@ typedef struct {
 static uint32_t fnv1a(const char *s, size_t n) {
   uint32_t h = 2166136261u;
   for (size_t i = 0; i < n; i++) { h ^= (unsigned char)s[i]; h *= 16777619u; }
+  /* FNV's low bits mix poorly and the table is indexed by them: finalise
+   * (murmur3 fmix32) so probe chains stay short. */
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
   return h;
 }
 
@@ -383,8 +403,8 @@ static void rehash(kb_index *ix, uint32_t nslots) {
   ix->nslots = nslots;
   for (uint32_t t = 0; t < ix->nterms; t++) {
     uint32_t j = ix->terms[t].hash & (nslots - 1);
-    while (ix->slots[j]) j = (j + 1) & (nslots - 1);
-    ix->slots[j] = t + 1;
+    while (ix->slots[j].id) j = (j + 1) & (nslots - 1);
+    ix->slots[j] = (kb_slot){ ix->terms[t].hash, t + 1 };
   }
 }
 
@@ -393,9 +413,11 @@ static uint32_t term_id(kb_index *ix, const char *s, size_t n, int create) {
   uint32_t h = fnv1a(s, n);
   if (ix->nslots) {
     uint32_t j = h & (ix->nslots - 1);
-    while (ix->slots[j]) {
-      kb_term *t = &ix->terms[ix->slots[j] - 1];
-      if (t->hash == h && t->len == n && memcmp(t->s, s, n) == 0) return ix->slots[j] - 1;
+    while (ix->slots[j].id) {
+      if (ix->slots[j].hash == h) {
+        kb_term *t = &ix->terms[ix->slots[j].id - 1];
+        if (t->len == n && memcmp(t->s, s, n) == 0) return ix->slots[j].id - 1;
+      }
       j = (j + 1) & (ix->nslots - 1);
     }
   }
@@ -409,8 +431,8 @@ static uint32_t term_id(kb_index *ix, const char *s, size_t n, int create) {
   if ((uint64_t)ix->nterms * 2 > ix->nslots) rehash(ix, ix->nslots ? ix->nslots * 2 : 2048);
   else {
     uint32_t j = h & (ix->nslots - 1);
-    while (ix->slots[j]) j = (j + 1) & (ix->nslots - 1);
-    ix->slots[j] = id + 1;
+    while (ix->slots[j].id) j = (j + 1) & (ix->nslots - 1);
+    ix->slots[j] = (kb_slot){ h, id + 1 };
   }
   return id;
 }
@@ -451,7 +473,7 @@ static void add_chunk(void *ud, const char *title, const char *heading, const ch
                                 .text = xstrndup(text, len), .text_len = len, .line = line,
                                 .ntok = (uint32_t)ix->ntmp };
   ix->total_tokens += ix->ntmp;
-  qsort(ix->tmp, ix->ntmp, sizeof *ix->tmp, cmp_u32);
+  if (ix->ntmp > 1) qsort(ix->tmp, ix->ntmp, sizeof *ix->tmp, cmp_u32);
   for (size_t i = 0; i < ix->ntmp;) {
     size_t j = i;
     while (j < ix->ntmp && ix->tmp[j] == ix->tmp[i]) j++;
@@ -527,7 +549,7 @@ static int walk(const char *root, const char *rel, int depth, kb_found_list *out
     names[n++] = xstrndup(de->d_name, strlen(de->d_name));
   }
   closedir(d);
-  qsort(names, n, sizeof *names, cmp_str);
+  if (n > 1) qsort(names, n, sizeof *names, cmp_str);
   for (size_t i = 0; i < n; i++) {
     char path[PATH_MAX], r[PATH_MAX];
     int rn = snprintf(r, sizeof r, "%s%s%s", rel, rel[0] ? "/" : "", names[i]);
@@ -751,7 +773,7 @@ static int l_search(lua_State *L) {
     }
   }
   for (size_t i = 0; i < nh; i++) hits[i].score = score[hits[i].id];
-  qsort(hits, nh, sizeof *hits, cmp_hit);
+  if (nh > 1) qsort(hits, nh, sizeof *hits, cmp_hit);
   if ((size_t)k > nh) k = (lua_Integer)nh;
   for (lua_Integer i = 0; i < k; i++) {
     kb_chunk *c = &ix->chunks[hits[i].id];

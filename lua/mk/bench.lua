@@ -74,7 +74,8 @@ local function run_compiled(summary, run_dir)
     local ok, ev = pcall(cjson.decode, line)
     if ok and type(ev) == "table" and (ev.type == "node" or ev.type == "node_added") then
       local n = type(ev.node) == "table" and ev.node or ev
-      if type(n.status) == "string" and not NOT_COMPILED[n.status] and n.kind ~= "root" and n.kind ~= "baseline" then
+      if type(n.status) == "string" and not NOT_COMPILED[n.status] and n.kind ~= "root" and n.kind ~= "reference"
+        and n.kind ~= "baseline" then
         return true
       end
     end
@@ -193,12 +194,24 @@ function bench.run(opts)
     return rows
   end
 
-  local function status_text()
-    local c = 0
+  -- status-line fields summed over the finished runs
+  local function status_fields()
+    local f = { text = string.format("bench %s: runs %d/%d", opts.strategy, done, total),
+                nodes = 0, correct = 0, best = nil, tokens = 0, usd = 0, device_s = 0 }
     for ti = 1, #tasks do
-      for k = 1, K do if outcomes[ti][k] and outcomes[ti][k].correct then c = c + 1 end end
+      for k = 1, K do
+        local o = outcomes[ti][k]
+        if o then
+          f.nodes = f.nodes + (tonumber(o.nodes) or 0)
+          if o.correct then f.correct = f.correct + 1 end
+          if o.speedup and (not f.best or o.speedup > f.best) then f.best = o.speedup end
+          f.tokens = f.tokens + (o.cost.input_tokens or 0) + (o.cost.output_tokens or 0)
+          f.usd = f.usd + (o.cost.usd or 0)
+          f.device_s = f.device_s + (o.cost.device_s or 0)
+        end
+      end
     end
-    return string.format("bench %s: runs %d/%d", opts.strategy, done, total), c
+    return f
   end
 
   -- one task/repeat pair: read, resume or start its run
@@ -245,12 +258,11 @@ function bench.run(opts)
     done = done + 1
     write_results(false)
     if prog then
-      local text, correct_runs = status_text()
-      prog:set({ text = text, correct = correct_runs })
+      prog:set(status_fields())
       prog:event({ type = "bench_run", task = t.name, ["repeat"] = k, how = how, status = o.status,
                    correct = o.correct, speedup = o.speedup, error = o.error })
       prog:note(string.format("%-24s r%d %-8s %s", t.name, k, how,
-        o.error and ("error: " .. o.error) or (o.correct and string.format("%.2fx", o.speedup) or "no correct kernel")))
+        o.error and ("error: " .. (o.error:match("^[^\n]*"))) or (o.correct and string.format("%.2fx", o.speedup) or "no correct kernel")))
     end
     return o
   end

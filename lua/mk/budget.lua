@@ -110,7 +110,8 @@ function Budget:observe(ev)
   if type(ev) ~= "table" then return end
   if ev.type == "llm" or ev.type == "llm_call" then
     local u = type(ev.usage) == "table" and ev.usage or ev
-    self:charge({ input_tokens = u.input_tokens, output_tokens = u.output_tokens, usd = u.usd or ev.usd })
+    self:charge({ input_tokens = u.input_tokens, output_tokens = u.output_tokens,
+                  usd = u.usd or u.cost_usd or ev.usd or ev.cost_usd })
   end
   if tonumber(ev.device_s) then self:charge({ device_s = ev.device_s }) end
 end

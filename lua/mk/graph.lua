@@ -314,13 +314,21 @@ function Graph:_reconcile(verify)
     return true
   end
   if verify then
+    -- refs past the last indexed id are recovered below, one by one
     local refs = assert(self.repo:refs("refs/nodes/*"))
-    local ok = #refs == #self.list
+    local ok, matched = true, 0
     for _, r in ipairs(refs) do
-      local n = self.by_id[r.name:sub(12)]
-      if not n or n.oid ~= r.oid or not self.repo:exists(r.oid) then ok = false end
+      local id = r.name:sub(12)
+      local n = self.by_id[id]
+      if n then
+        matched = matched + 1
+        ok = n.oid == r.oid and self.repo:exists(r.oid)
+      else
+        ok = (num_of(id) or 0) > self.seq
+      end
       if not ok then break end
     end
+    ok = ok and matched == #self.list
     if not ok then
       self.problems[#self.problems + 1] = "index disagrees with refs: rebuilt from refs"
       assert(self:_rebuild())

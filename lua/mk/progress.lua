@@ -71,8 +71,8 @@ function Progress:event(ev)
   if ty == "node" or ty == "node_added" then
     local n = type(ev.node) == "table" and ev.node or ev
     f.nodes = f.nodes + 1
-    local m = type(n.metrics) == "table" and n.metrics or {}
-    if CORRECT[n.status or ""] or m.correct == true then
+    local m = type(n.metrics) == "table" and n.metrics or n
+    if m.correct == true or (CORRECT[n.status or ""] and m.correct ~= false and n.kind ~= "root" and n.kind ~= "reference") then
       f.correct = f.correct + 1
       local s = tonumber(m.speedup)
       if s and (not f.best or s > f.best) then f.best = s end
@@ -81,7 +81,7 @@ function Progress:event(ev)
   local u = type(ev.usage) == "table" and ev.usage or ev
   if ty == "llm" or ty == "llm_call" then
     f.tokens = f.tokens + (tonumber(u.input_tokens) or 0) + (tonumber(u.output_tokens) or 0)
-    f.usd = f.usd + (tonumber(u.usd) or 0)
+    f.usd = f.usd + (tonumber(u.usd) or tonumber(u.cost_usd) or tonumber(ev.cost_usd) or 0)
   end
   if tonumber(ev.device_s) then f.device_s = f.device_s + tonumber(ev.device_s) end
   self:draw()

@@ -66,6 +66,14 @@ local function fmt(x, digits)
   return string.format("%." .. (digits or 2) .. "f", x)
 end
 
+-- Counts come back from JSON as floats (8.0): print them as integers.
+local function fmt_count(x)
+  x = num(x)
+  if not x then return "–" end
+  if x == math.floor(x) and math.abs(x) < 2 ^ 53 then return string.format("%d", x) end
+  return string.format("%.2f", x)
+end
+
 local function fmt_int(x)
   x = num(x)
   if not x then return "–" end
@@ -122,6 +130,10 @@ local function normalise_node(src, t)
     end
   end
   local metrics_t = type(n.metrics) == "table" and n.metrics or {}
+  -- rundir's node events carry speedup/latency_s flat, without `metrics`
+  if type(n.metrics) ~= "table" then
+    metrics_t = { speedup = num(n.speedup), latency_s = num(n.latency_s), correct = n.correct }
+  end
   local meta = type(n.meta) == "table" and n.meta or {}
   return {
     id = tostring(n.id),
@@ -147,12 +159,18 @@ local function nodes_from_graph(dir)
   local ok3 = pcall(function()
     local list = run.graph:nodes()
     for _, gn in ipairs(list) do
+      local files = {}
+      if type(gn.files) == "function" and type(gn.file) == "function" then
+        for _, name in ipairs(gn:files()) do files[name] = gn:file(name) end
+      elseif type(gn.files) == "table" then
+        files = gn.files
+      end
       local n = normalise_node({
         id = gn.id, parents = gn.parents, kind = gn.kind, status = gn.status,
         metrics = gn.metrics, cost = gn.cost, plan = gn.plan, meta = gn.meta,
-        files = gn.files,
+        files = files, error = gn.error,
       })
-      if next(n.files) == nil and gn.file then
+      if next(n.files) == nil and type(gn.file) == "function" then
         for _, name in ipairs({ "kernel.c", "kernel.py", "kernel.cu" }) do
           local okf, src = pcall(gn.file, gn, name)
           if okf and type(src) == "string" then n.files[name] = src end
@@ -167,10 +185,11 @@ end
 
 local function event_tokens(ev)
   local u = type(ev.usage) == "table" and ev.usage or ev
-  return (num(u.input_tokens) or 0) + (num(u.output_tokens) or 0), num(u.usd) or num(ev.usd) or 0
+  return (num(u.input_tokens) or 0) + (num(u.output_tokens) or 0),
+    num(u.usd) or num(u.cost_usd) or num(ev.usd) or num(ev.cost_usd) or 0
 end
 
-local LLM_EVENTS = { llm = true, llm_call = true, ["llm.call"] = true, chat = true }
+local LLM_EVENTS = { llm = true, llm_call = true, ["llm.call"] = true }
 
 --- Load one run directory: run.json, summary.json, events.jsonl and the
 --- nodes (through mk.graph, else from node events or nodes.jsonl).
@@ -571,13 +590,14 @@ h3{font-size:15px;margin:16px 0 6px}
 table{border-collapse:collapse;margin:6px 0}th,td{border-bottom:1px solid var(--line);padding:4px 10px;text-align:right;white-space:nowrap}
 th{background:var(--panel);font-weight:600}td:first-child,th:first-child{text-align:left}
 td.yes{color:#1a7f37}td.no{color:#cf222e}
-.charts{display:flex;flex-wrap:wrap;gap:24px}.charts figure{margin:0}.charts figcaption{color:var(--muted);font-size:12px;text-align:center}
+.charts{display:flex;flex-wrap:wrap;gap:24px}.charts figure{max-width:480px;margin:0}
+.charts figcaption{color:var(--muted);font-size:12px;text-align:center}
 svg text{font:11px system-ui,sans-serif;fill:var(--fg)}
 svg .tick,svg .muted{fill:var(--muted)}svg .label{font-size:12px}
 svg .grid{stroke:#eaeef2}svg .axis{stroke:#8c959f}svg .hline{stroke:#8c959f;stroke-dasharray:4 3}
 svg .line{fill:none;stroke-width:2}
 .legend{font-size:12px;color:var(--muted)}
-.legend span{margin-right:12px}
+.legend span{margin-right:12px;display:inline-block;white-space:nowrap}
 .legend i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}
 .tree-wrap{display:flex;gap:16px;align-items:flex-start}
 .tree-scroll{overflow:auto;max-height:640px;border:1px solid var(--line);border-radius:6px;flex:1 1 auto;min-width:280px}
@@ -753,8 +773,8 @@ local function run_body(run, store, prefix)
     '<div class="cards">',
     card(fmt_x(bestsp), "best speedup"),
     card(best.latency_s and string.format("%.4g ms", best.latency_s * 1e3) or "–", "best latency"),
-    card(tostring(math.tointeger(s.nodes) or #run.nodes), "nodes"),
-    card(tostring(math.tointeger(s.correct_nodes) or ncorrect), "correct nodes"),
+    card(fmt_count(s.nodes or #run.nodes), "nodes"),
+    card(fmt_count(s.correct_nodes or ncorrect), "correct nodes"),
     card(fmt_int((num(cost.input_tokens) or 0) + (num(cost.output_tokens) or 0)), "tokens"),
     card(fmt_usd(cost.usd), "USD"),
     card(fmt_s(cost.wall_s), "wall time"),
@@ -798,8 +818,8 @@ local function bench_body(b, store)
     '<div class="cards">',
     '<div class="card pair"><div><b>', fmt_x(agg.geomean_speedup), '</b><span>geomean speedup (failed = 1.0)</span></div>',
     '<div><b>', fmt_x(agg.geomean_speedup_floored), '</b><span>geomean, floored at 1.0</span></div></div>',
-    card(string.format("%s / %s", fmt(agg.correct), fmt(agg.tasks or #rows)), "correct tasks"),
-    card(string.format("%s / %s", fmt(agg.compiled), fmt(agg.tasks or #rows)), "compiled tasks"),
+    card(string.format("%s / %s", fmt_count(agg.correct), fmt_count(agg.tasks or #rows)), "correct tasks"),
+    card(string.format("%s / %s", fmt_count(agg.compiled), fmt_count(agg.tasks or #rows)), "compiled tasks"),
     card(fmt_int((num(cost.input_tokens) or 0) + (num(cost.output_tokens) or 0)), "tokens"),
     card(fmt_usd(cost.usd), "USD"),
     card(fmt_s(cost.wall_s), "wall time (sum of runs)"),
@@ -815,7 +835,7 @@ local function bench_body(b, store)
   parts[#parts + 1] = report.svg_chart { series = { fast_curve_chart(rows) }, step = false, xmin = 0, ymin = 0,
     xlabel = "speedup threshold p", ylabel = "share of tasks correct and > p" }
   parts[#parts + 1] = "<figcaption>fast_p curve (share of all tasks correct and faster than p × baseline)</figcaption></figure></div>"
-  parts[#parts + 1] = "<h2>Per task</h2><p class=\"sub\">median run of " .. esc(tostring(res["repeat"] or "?"))
+  parts[#parts + 1] = "<h2>Per task</h2><p class=\"sub\">median run of " .. esc(fmt_count(res["repeat"]))
     .. " repeats counts; cost is summed over all repeats</p>"
     .. "<table><tr><th>task</th><th>compiled</th><th>correct</th><th>speedup</th><th>latency</th><th>correct runs</th>"
     .. "<th>speedups of repeats</th><th>tokens</th><th>USD</th><th>device</th><th>wall</th></tr>"
@@ -827,7 +847,7 @@ local function bench_body(b, store)
       .. "<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>",
       esc(r.task), yn(r.compiled), yn(r.correct), fmt_x(r.speedup),
       r.latency_s and string.format("%.4g ms", r.latency_s * 1e3) or "–",
-      fmt(r.correct_runs), fmt(r.repeats), esc(table.concat(sps, " ")),
+      fmt_count(r.correct_runs), fmt_count(r.repeats), esc(table.concat(sps, " ")),
       fmt_int((num(c.input_tokens) or 0) + (num(c.output_tokens) or 0)), fmt_usd(c.usd), fmt_s(c.device_s), fmt_s(c.wall_s))
   end
   parts[#parts + 1] = "</table>"
@@ -876,13 +896,13 @@ local function sweep_body(sw, store)
     if e.kind == "bench" and e.aggregate then
       local a = e.aggregate
       c = a.cost or {}
-      correct = string.format("%s / %s", fmt(a.correct), fmt(a.tasks))
+      correct = string.format("%s / %s", fmt_count(a.correct), fmt_count(a.tasks))
       g, gf, f1 = fmt_x(a.geomean_speedup), fmt_x(a.geomean_speedup_floored), fmt(a.fast_p and a.fast_p["1"])
       if e.tasks then bench_series[#bench_series + 1] = fast_curve_chart(e.tasks, label) end
     elseif e.summary then
       local s = e.summary
       c = s.cost or {}
-      correct = string.format("%s / %s nodes", fmt(s.correct_nodes), fmt(s.nodes))
+      correct = string.format("%s / %s nodes", fmt_count(s.correct_nodes), fmt_count(s.nodes))
       g = fmt_x(s.best and s.best.speedup)
       if sw.runs[i] then run_series[#run_series + 1] = { name = label, points = sw.runs[i].series } end
     elseif e.error then
@@ -925,7 +945,7 @@ function report.html(data)
   elseif data.kind == "bench" then
     local r = data.results
     local title = string.format("%s on suite %s", r.strategy or "?", r.suite_name or r.suite or "?")
-    local bits = { "bench, " .. #(r.tasks or {}) .. " tasks × " .. tostring(r["repeat"] or "?") .. " repeats" }
+    local bits = { "bench, " .. #(r.tasks or {}) .. " tasks × " .. fmt_count(r["repeat"]) .. " repeats" }
     if r.model then bits[#bits + 1] = "model <b>" .. esc(r.model) .. "</b>" end
     if r.started then bits[#bits + 1] = "started " .. esc(r.started) end
     return page(title, table.concat(bits, " · "), bench_body(data, store), store)

@@ -61,6 +61,20 @@ function retrieve.learn_dir()
   return config.learn_dir or home.path("kb/learned")
 end
 
+--- Where `learn` falls back to when kb/learned/ cannot be written (an
+--- installed, read-only engine): $XDG_DATA_HOME/mkengine/learned, else
+--- ~/.local/share/mkengine/learned. Searched by default once it exists.
+---@return string|nil
+function retrieve.user_learn_dir()
+  local base = os.getenv("XDG_DATA_HOME")
+  if not base or base == "" then
+    local h = os.getenv("HOME")
+    if not h or h == "" then return nil end
+    base = h .. "/.local/share"
+  end
+  return base .. "/mkengine/learned"
+end
+
 --- The directories searched when a call gives no `dirs`: kb/ (with
 --- kb/learned/), a configured learn_dir outside it if it exists, the
 --- configured extra_dirs, then each entry of $MKENGINE_KB_DIRS (':'-separated).
@@ -76,8 +90,9 @@ function retrieve.default_dirs()
   end
   local base = home.path("kb")
   add(base)
-  local ld = config.learn_dir
-  if ld and fs.isdir(ld) and (ld .. "/"):sub(1, #base + 1) ~= base .. "/" then add(ld) end
+  for _, ld in ipairs { config.learn_dir or false, retrieve.user_learn_dir() or false } do
+    if ld and fs.isdir(ld) and (ld .. "/"):sub(1, #base + 1) ~= base .. "/" then add(ld) end
+  end
   for _, d in ipairs(config.extra_dirs) do add(d) end
   for d in (os.getenv("MKENGINE_KB_DIRS") or ""):gmatch("[^:]+") do add(d) end
   return dirs
@@ -109,12 +124,13 @@ function retrieve.reset()
   end
 end
 
--- Cut text to at most n characters, at a line end when one is near.
+-- Cut text to at most n characters (marker included), at a line end when
+-- one is near.
 local function clip(text, n)
   if #text <= n then return text, false end
-  local cut = n
-  local nl = text:sub(1, n):match(".*()\n")
-  if nl and nl > n * 0.5 then cut = nl - 1 end
+  local cut = n - 6
+  local nl = text:sub(1, cut):match(".*()\n")
+  if nl and nl > cut * 0.5 then cut = nl - 1 end
   -- do not split a UTF-8 sequence
   while cut > 0 and (text:byte(cut + 1) or 0) & 0xC0 == 0x80 do cut = cut - 1 end
   return text:sub(1, cut) .. "\n[...]", true
@@ -246,26 +262,9 @@ local function entry_markdown(e)
   return table.concat(lines, "\n") .. "\n\n"
 end
 
---- Append what a run learned as markdown chunks the index picks up on its
---- next use: one file per (target, task) under the learn directory, one
---- "## status: plan" section per entry.
----@param entries table|table[] one entry or a list; entry = {task, target, plan_summary, effect, status, speedup?, run?}
----@param opts? {dir?: string}
----@return string[]|nil files the files appended to
----@return table|nil err {kind = "io", message}
-function retrieve.learn(entries, opts)
-  if type(entries) ~= "table" then error("retrieve.learn: entries must be a table", 2) end
-  if entries.task ~= nil or entries.plan_summary ~= nil then entries = { entries } end
-  opts = opts or {}
-  for i, e in ipairs(entries) do
-    if type(e) ~= "table" then error(string.format("retrieve.learn: entry %d must be a table", i), 2) end
-    for _, f in ipairs { "task", "plan_summary" } do
-      if type(e[f]) ~= "string" or not e[f]:find("%S") then
-        error(string.format("retrieve.learn: entry %d needs a non-empty string %s", i, f), 2)
-      end
-    end
-  end
-  local dir = opts.dir or retrieve.learn_dir()
+-- Append entries to <dir>/<target>--<task>.md files; the list of files or
+-- nil, err.
+local function write_entries(dir, entries)
   local ok, err = fs.mkdirs(dir)
   if not ok then return nil, err end
   local by_file, order = {}, {}
@@ -286,6 +285,39 @@ function retrieve.learn(entries, opts)
     if not ok then return nil, err end
   end
   return order
+end
+
+--- Append what a run learned as markdown chunks the index picks up on its
+--- next use: one file per (target, task) under the learn directory, one
+--- "## status: plan" section per entry.
+---@param entries table|table[] one entry or a list; entry = {task, target, plan_summary, effect, status, speedup?, run?}
+---@param opts? {dir?: string}
+---@return string[]|nil files the files appended to
+---@return table|nil err {kind = "io", message}
+function retrieve.learn(entries, opts)
+  if type(entries) ~= "table" then error("retrieve.learn: entries must be a table", 2) end
+  if entries.task ~= nil or entries.plan_summary ~= nil then entries = { entries } end
+  opts = opts or {}
+  for i, e in ipairs(entries) do
+    if type(e) ~= "table" then error(string.format("retrieve.learn: entry %d must be a table", i), 2) end
+    for _, f in ipairs { "task", "plan_summary" } do
+      if type(e[f]) ~= "string" or not e[f]:find("%S") then
+        error(string.format("retrieve.learn: entry %d needs a non-empty string %s", i, f), 2)
+      end
+    end
+  end
+  local dir = opts.dir or retrieve.learn_dir()
+  local files, err = write_entries(dir, entries)
+  if not files and not opts.dir and not config.learn_dir and retrieve.user_learn_dir() then
+    -- an installed engine's kb/ is usually read-only: keep the knowledge anyway
+    local err2
+    files, err2 = write_entries(retrieve.user_learn_dir(), entries)
+    if not files then
+      err = { kind = err.kind, message = err.message .. "; also " .. err2.message }
+    end
+  end
+  if not files then return nil, err end
+  return files
 end
 
 return retrieve

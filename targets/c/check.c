@@ -8,8 +8,11 @@
  * stdin (lines of tokens):
  *   manifest PATH SHA256      root DIR      blob PATH
  *   cmp CASE NAME DTYPE COUNT OFFSET HASH EXPECTED_REL ATOL RTOL [SHAPE]
+ *   verify                    (check every manifest entry, compare nothing)
  * stdout: one JSON object {ok, error, results = [...]}. Exit 0 when it
- * could check (whatever the verdict), 1 on a manifest/blob problem. */
+ * could check (whatever the verdict), 1 on a manifest/blob problem.
+ * Also: `hash DIR` then relative paths, one a line → {"sha256": [...]}
+ * (used to write the manifest), and `mkc-check --sha256 FILE`. */
 #include "common.h"
 
 #include <errno.h>
@@ -198,10 +201,33 @@ static void compare(char **t, int nt, const char *root, const char *blob) {
   free(got);
 }
 
-int main(void) {
+static int hash_mode(char *plan) {
+  char *save = NULL, *line = strtok_r(plan, "\n", &save);
+  const char *dir = line + 5;
+  printf("{\"sha256\":[");
+  int n = 0;
+  while ((line = strtok_r(NULL, "\n", &save))) {
+    if (!*line) continue;
+    char path[4096], sha[65];
+    snprintf(path, sizeof path, "%s/%s", dir, line);
+    if (mkc_sha256_file(path, sha) != 0) die("cannot read %s", path);
+    printf("%s\"%s\"", n++ ? "," : "", sha);
+  }
+  printf("]}\n");
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && !strcmp(argv[1], "--sha256")) {
+    char sha[65];
+    if (mkc_sha256_file(argv[2], sha) != 0) { fprintf(stderr, "cannot read %s\n", argv[2]); return 1; }
+    printf("%s\n", sha);
+    return 0;
+  }
   size_t len;
   char *plan = mkc_read_all(0, &len);
   if (!plan) die("cannot read stdin");
+  if (!strncmp(plan, "hash ", 5)) return hash_mode(plan);
   char *root = NULL, *blob = NULL;
   mkc_lines L;
   mkc_lines_init(&L, plan);
@@ -229,6 +255,16 @@ int main(void) {
       }
     } else if (!strcmp(t[0], "root") && L.ntok >= 2) root = t[1];
     else if (!strcmp(t[0], "blob") && L.ntok >= 2) blob = t[1];
+    else if (!strcmp(t[0], "verify")) {
+      if (!root || !man) die("verify before manifest and root");
+      for (int i = 0; i < nman; i++) {
+        char path[4096], sha[65];
+        snprintf(path, sizeof path, "%s/%s", root, man[i].rel);
+        if (mkc_sha256_file(path, sha) != 0) die("frozen file %s is missing", man[i].rel);
+        if (strcmp(sha, man[i].sha)) die("frozen file %s does not match the manifest (tampered?)", man[i].rel);
+        man[i].verified = 1;
+      }
+    }
     else if (!strcmp(t[0], "cmp") && L.ntok >= 10) {
       if (!root || !blob || !man) die("cmp before manifest, root and blob");
       if (!started) { printf("{\"ok\":true,\"error\":null,\"results\":["); started = 1; }

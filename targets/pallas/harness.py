@@ -550,15 +550,16 @@ def read_case(tests_dir, cid):
         return json.load(f)
 
 
-def check_outputs(tests_dir, outputs_dir, cases, atol, rtol):
-    """Compare run's outputs with expected ones for `cases` (numpy only)."""
+def check_outputs(tests_dir, outputs_dir, cases, atol, rtol, calls=("first", "repeat")):
+    """Compare run's (or bench's) outputs with expected ones for `cases`
+    (numpy only). Outputs are <case>.<call>.npz for each call name."""
     verify_manifest(tests_dir, subset={"expected", "inputs"})
     results, verdict = [], {"status": "ok", "correct": True, "message": ""}
     for cid in cases:
         with open(os.path.join(tests_dir, "expected", cid + ".json")) as f:
             emeta = json.load(f)
         want = load_arrays(os.path.join(tests_dir, "expected", cid + ".npz"), emeta["outputs"], True)
-        for call in ("first", "repeat"):
+        for call in calls:
             opath = os.path.join(outputs_dir, "%s.%s.npz" % (cid, call))
             mpath = os.path.join(outputs_dir, "%s.%s.json" % (cid, call))
             if not os.path.isfile(opath) or not os.path.isfile(mpath):
@@ -961,9 +962,23 @@ def frozen_case_inputs(tests_dir, cid):
 # Subcommands
 # --------------------------------------------------------------------------
 
+def python_paths():
+    """Directories this interpreter needs (prefixes, sys.path), top-level
+    only: what a sandbox must show read-only for JAX to import."""
+    cands = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    cands.update(p for p in sys.path if p and os.path.isdir(p))
+    out = set()
+    for p in cands:
+        p = os.path.realpath(p)
+        if os.path.isdir(p) and p != "/":
+            out.add(p)
+    # Drop paths already inside another listed path.
+    return sorted(p for p in out if not any(p != q and p.startswith(q + "/") for q in out))
+
+
 def cmd_load(a):
     task = load_task(a.task, _overrides(a))
-    return {"status": "ok", "task": task}
+    return {"status": "ok", "task": task, "python": {"executable": sys.executable, "paths": python_paths()}}
 
 
 def cmd_tunables(a):
@@ -1027,7 +1042,16 @@ def cmd_freeze(a):
                    "tolerance": task["tolerance"], "dtype": a.dtype, "device": device_info(jax),
                    "harness_version": HARNESS_VERSION}, f, indent=1)
     n = write_manifest(tests)
-    return {"status": "ok", "cases": cases, "files": n}
+    return {"status": "ok", "cases": cases, "files": n,
+            "manifest_sha": sha256_file(os.path.join(tests, MANIFEST))}
+
+
+def cmd_verify(a):
+    """Check the manifest (no JAX): the idempotent half of freeze."""
+    files = verify_manifest(a.tests)
+    info = read_cases(a.tests)
+    return {"status": "ok", "cases": info.get("cases", []), "files": len(files),
+            "manifest_sha": sha256_file(os.path.join(a.tests, MANIFEST))}
 
 
 def _bench_args(task, a):
@@ -1112,7 +1136,8 @@ def cmd_check(a):
     task = load_task(a.task, _overrides(a))
     cases = a.cases.split(",") if a.cases else case_ids(a.tests, heldout=a.heldout_cases)
     tol = task["tolerance"]
-    return check_outputs(a.tests, a.outputs, cases, tol["atol"], tol["rtol"])
+    calls = tuple(c for c in (getattr(a, "calls", None) or "first,repeat").split(",") if c)
+    return check_outputs(a.tests, a.outputs, cases, tol["atol"], tol["rtol"], calls)
 
 
 def cmd_test(a):
@@ -1201,10 +1226,16 @@ def cmd_bench(a):
     out = t.pop("last_output")
     res.update(t)
     res["device_info"] = device_info(jax)
+    cid = (a.case or case_ids(a.tests)[0]) if a.tests else None
+    res["case"] = cid
+    if a.save_output and cid:
+        os.makedirs(a.save_output, exist_ok=True)
+        ometa = save_arrays(os.path.join(a.save_output, cid + ".bench.npz"), [_to_numpy(o) for o in _leaves(out)])
+        with open(os.path.join(a.save_output, cid + ".bench.json"), "w") as f:
+            json.dump({"outputs": ometa}, f)
     # The timed runs' output is checked too (against the frozen expected
     # output of the same case), so skipping work while timed is caught.
     if a.tests and a.check_output:
-        cid = a.case or case_ids(a.tests)[0]
         with open(os.path.join(a.tests, "expected", cid + ".json")) as f:
             emeta = json.load(f)
         want = load_arrays(os.path.join(a.tests, "expected", cid + ".npz"), emeta["outputs"], True)
@@ -1354,6 +1385,8 @@ def build_parser():
     s = add("freeze", cmd_freeze, tests=True)
     s.add_argument("--seeds", default="0,1", help="search seeds; 0 = the task's own inputs")
     s.add_argument("--heldout", default="1001", help="held-out seeds")
+    s = add("verify", cmd_verify, task=False)
+    s.add_argument("--tests", required=True, help="frozen tests directory")
     add("compile", cmd_compile, candidate=True, tests=False)
     for name, fn in (("run", cmd_run), ("check", cmd_check), ("test", cmd_test)):
         s = add(name, fn, candidate=(name != "check"), tests=True)
@@ -1361,8 +1394,12 @@ def build_parser():
         s.add_argument("--heldout-cases", action="store_true", help="use the held-out cases")
         if name in ("run", "check"):
             s.add_argument("--outputs", required=True, help="directory of the candidate's outputs")
+        if name == "check":
+            s.add_argument("--calls", default="first,repeat", help="output sets to check (bench: 'bench')")
     s = add("bench", cmd_bench, candidate=True, tests=False, timing=True)
-    s.add_argument("--no-check-output", dest="check_output", action="store_false")
+    s.add_argument("--no-check-output", dest="check_output", action="store_false",
+                   help="do not read the expected output here (check it with `check --calls bench`)")
+    s.add_argument("--save-output", help="write the timed runs' output as <case>.bench.npz there")
     s = add("profile", cmd_profile, candidate=True, tests=False, timing=True)
     s.add_argument("--latency-s", type=float)
     add("baseline", cmd_baseline, tests=False, timing=True)

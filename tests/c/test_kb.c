@@ -58,6 +58,12 @@ int main(void) {
   run(L, "tokens/lower_case_stopwords_dropped_plurals_folded",
       "local t = kb.tokens('The Shapes of the Entries are LARGE')\n"
       "eq(table.concat(t, ' '), 'shape entry large')\n");
+  run(L, "tokens/us_and_uk_spellings_fold_to_one_term",
+      "eq(table.concat(kb.tokens('vectorize vectorise vectorized vectorised vectorizing vectorization vectorisation'), ' '),\n"
+      "   'vectorise vectorise vectorised vectorised vectorising vectorisation vectorisation')\n"
+      "eq(table.concat(kb.tokens('analyze analyse behavior behaviour colour'), ' '), 'analyse analyse behavior behavior color')\n"
+      "eq(table.concat(kb.tokens('four hour'), ' '), 'four hour')\n"
+      "local t = kb.tokens('size sizes sized') eq(t[1], t[2]) eq(#t, 3)\n");
   run(L, "tokens/numbers_kept_and_punctuation_split",
       "local t = kb.tokens('(8, 128) tiles; 1.8x faster')\n"
       "eq(table.concat(t, ' '), '8 128 tile 1.8x 1 8x faster')\n");
@@ -105,6 +111,30 @@ int main(void) {
       "local c = kb.chunks(string.rep('\\xc3\\xa9', 2000), {max_chunk = 999})\n"
       "assert(#c >= 4) for _, x in ipairs(c) do assert(utf8.len(x.text), 'valid utf-8 piece') end\n");
 
+  run(L, "chunks/random_markdown_like_bytes_never_lose_text_or_break_utf8",
+      "local seed = 7\n"
+      "local function rand(n) seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n + 1 end\n"
+      "local alphabet = {'#', '# ', '## ', '`', '```', '~~~', '\\n', '\\n\\n', ' ', 'a', 'Z', '_', '.', '-', '\\xff', '\\xc3', '\\xa9', '\\0', '\\r', 'word', 'pltpu.VMEM', 'x9'}\n"
+      "for round = 1, 300 do\n"
+      "  local parts = {}\n"
+      "  for i = 1, rand(400) do parts[i] = alphabet[rand(#alphabet)] end\n"
+      "  local md = table.concat(parts)\n"
+      "  local ok, c = pcall(kb.chunks, md, {max_chunk = 200 + rand(300)})\n"
+      "  assert(ok, 'chunks raised: ' .. tostring(c))\n"
+      "  local words = 0\n"
+      "  for _, x in ipairs(c) do\n"
+      "    assert(utf8.len(x.text) and utf8.len(x.title), 'invalid utf-8 in round ' .. round)\n"
+      "    assert(#x.text > 0 and x.line >= 1)\n"
+      "    words = words + select(2, x.text:gsub('word', ''))\n"
+      "  end\n"
+      "  local _, inmd = md:gsub('word', '')\n"
+      "  local inhead = 0\n"
+      "  for line in (md:gsub('\\r\\n', '\\n') .. '\\n'):gmatch('([^\\n]*)\\n') do\n"
+      "    if line:match('^ ? ? ?#') then inhead = inhead + select(2, line:gsub('word', '')) end\n"
+      "  end\n"
+      "  assert(words <= inmd and words >= inmd - inhead, string.format('round %d: %d words of %d', round, words, inmd))\n"
+      "  assert(type(kb.tokens(md)) == 'table')\n"
+      "end\n");
   run(L, "search/bm25_prefers_exact_identifier_and_title",
       "local ix = kb.new()\n"
       "ix:add('a.md', '# Memory\\nUse pltpu.VMEM for scratch buffers in fast memory.\\n# Other\\nvmem is mentioned here and there, vmem vmem.\\n')\n"

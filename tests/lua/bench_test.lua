@@ -191,6 +191,7 @@ end)
 t.test("the real runner benches 3 tasks of the cpu suite with the scripted model", function()
   local ok, runner = pcall(require, "mk.runner")
   if not ok or type(runner) ~= "table" or not runner.run then t.skip("mk.runner is not on this branch yet") end
+  if not pcall(require, "mk.targets") then t.skip("mk.targets (the C target) is not on this branch yet") end
   local ts = bench.tasks("examples/suites/cpu")
   if not ts or #ts < 3 then t.skip("examples/suites/cpu is not on this branch yet") end
   local names = { ts[1].name, ts[2].name, ts[3].name }

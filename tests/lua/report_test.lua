@@ -178,6 +178,39 @@ t.test("report.write writes the page atomically and errors on bad input", functi
   t.eq(err.kind, "bad_input")
 end)
 
+t.test("a real run directory (mk.rundir + mk.graph) is read through the graph, also while it is open", function()
+  local ok, rundir = pcall(require, "mk.rundir")
+  if not ok then t.skip("mk.rundir is not on this branch") end
+  local run = assert(rundir.create { dir = tmp .. "/real", strategy = "beam", task = "softmax", seed = 4,
+    model = "scripted", sync = false })
+  local g = run.graph
+  local r = g:add { kind = "root", files = { ["kernel.c"] = "ref\n" }, metrics = { latency_s = 1e-3, speedup = 1 } }
+  run:event { type = "llm_call", input_tokens = 500, output_tokens = 50, cost_usd = 0.002 }
+  local a = g:add { kind = "implement", parents = { r }, files = { ["kernel.c"] = "a\n" }, plan = "tile rows",
+    metrics = { latency_s = 5e-4, speedup = 2 }, cost = { input_tokens = 500, output_tokens = 50 } }
+  g:add { kind = "implement", parents = { r }, files = { ["kernel.c"] = "b(\n" }, status = "compile_error",
+    error = "kernel.c:1: error: expected ')'" }
+  run:event { type = "llm_call", input_tokens = 700, output_tokens = 70, cost_usd = 0.003 }
+  local c = g:add { kind = "tune", parents = { a }, files = { ["kernel.c"] = "a2\n" }, metrics = { latency_s = 4e-4, speedup = 2.5 } }
+  -- while the run is still open (locked by its writer)
+  local live = assert(report.load_run(run.dir))
+  t.eq(#live.nodes, 4)
+  t.eq(live.nodes[3].status, "compile_error")
+  t.contains(live.nodes[3].error, "expected ')'")
+  t.eq(live.nodes[2].plan, "tile rows")
+  t.eq(live.nodes[2].files["kernel.c"], "a\n")
+  t.same(live.best_path, { r.id, a.id, c.id })
+  local last = live.series[#live.series]
+  t.eq(last.best, 2.5)
+  t.eq(last.tokens, 1320)
+  run:set_status("done")
+  run:write_summary {}
+  run:close()
+  local html = report.html(assert(report.load(tmp .. "/real")))
+  t.contains(html, 'data-nodes="4"')
+  t.contains(html, 'data-key="' .. c.id .. '"')
+end)
+
 -- Headless Chromium -----------------------------------------------------------
 
 local PROBE = [[

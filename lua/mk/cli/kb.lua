@@ -41,6 +41,7 @@ end
 
 local function first_lines(text, n, width)
   local out = {}
+  if n == 0 then return out end
   for line in text:gmatch("[^\n]+") do
     if line:find("%S") then
       if #line > width then

@@ -40,10 +40,11 @@ function M.make(opts)
     local parent = i > 1 and tostring(math.max(1, math.floor(r() * (i - 1)) + 1)) or nil
     local status = i == 1 and "ok" or STATUSES[1 + math.floor(r() * #STATUSES)]
     if opts.best == nil and i > 1 and status == "ok" then status = "incorrect" end
+    if opts.best and i == math.max(1, n - 1) then status = "ok" end
     local speedup
     if status == "ok" then
-      speedup = i == 1 and 1.0 or (0.6 + r() * ((opts.best or 1) - 0.6))
-      if opts.best and i == n - 1 then speedup = opts.best end
+      speedup = i == 1 and math.min(1.0, opts.best or 1.0) or (0.6 + r() * ((opts.best or 1) - 0.6))
+      if opts.best and i == math.max(1, n - 1) then speedup = opts.best end
       if not best or speedup > best then best, bestid = speedup, tostring(i) end
     end
     dev = dev + 0.2

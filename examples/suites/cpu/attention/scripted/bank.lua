@@ -3,7 +3,7 @@ return {
   plans = {
     {
       id = "transpose_k",
-      text = [[The reference computes each score as a dot product over dim with a
+      text = [=[The reference computes each score as a dot product over dim with a
 serial float reduction, and the output as a strided walk down the columns of V
 (stride dim floats per step), so neither loop vectorises. Transpose K once into
 K^T [dim][seq] (seq*dim floats, negligible next to the O(seq^2*dim) work). Then
@@ -11,37 +11,37 @@ for query i: zero a score row s[0..i], and for each d add q[i][d]*scale times th
 contiguous row K^T[d][0..i] into it: an axpy that the compiler turns into AVX2
 FMAs without any reassociation. Softmax the row in place (max, exp, sum), then
 accumulate out_i += p_j * V[j][:] over j with the contiguous dim loop innermost,
-and scale by 1/sum at the end. Mark all pointers restrict.]],
+and scale by 1/sum at the end. Mark all pointers restrict.]=],
       kernels = { "kt_rows", "kt_rows_typo", "kt_rows_diag" },
     },
     {
       id = "query_tiles_omp",
-      text = [[Build on the K^T layout but process queries in tiles of BQ rows: for
+      text = [=[Build on the K^T layout but process queries in tiles of BQ rows: for
 each d, the K^T row is loaded once and applied to all BQ score rows of the tile,
 which cuts K^T traffic by BQ. Tiles are independent, so distribute them with
 `#pragma omp parallel for schedule(dynamic, 1)`; dynamic because tile t touches
 (t+1)*BQ keys and a static split would leave the first thread idle. Each thread
 owns a BQ x seq score buffer. Expose the tile height as a tunable
 (`// mk:tune BQ 8 16 32 64`): small tiles keep the buffer in L1/L2, larger ones
-reuse K^T more.]],
+reuse K^T more.]=],
       kernels = { "tiled_omp" },
     },
     {
       id = "online_softmax",
-      text = [[Remove the score buffer and the separate max/exp/sum passes with a
+      text = [=[Remove the score buffer and the separate max/exp/sum passes with a
 single-pass online softmax (FlashAttention's recurrence): keep the running max m
 and normaliser l per query; for each key compute s, m' = max(m, s),
 c = exp(m - m'), p = exp(s - m'), then l = l*c + p and o = o*c + p*v_j with the
 dim loop innermost and contiguous. Finish with o /= l. The V access becomes
-row-wise instead of column-wise, which is where the reference loses most.]],
+row-wise instead of column-wise, which is where the reference loses most.]=],
       kernels = { "online", "online_norescale" },
     },
     {
       id = "branch_free_mask",
-      text = [[Give every loop a fixed trip count: score all seq keys for every
+      text = [=[Give every loop a fixed trip count: score all seq keys for every
 query and set the future ones (j > i) to -inf before the softmax, so exp gives
 exactly 0 for them. This removes the triangular bounds, which should make the
-loops easier for the compiler to unroll.]],
+loops easier for the compiler to unroll.]=],
       kernels = { "masked_full" },
     },
   },
