@@ -22,7 +22,7 @@ Faults are chosen by the model name (so every client can select them):
   fault-nonjson  200 with an HTML body, always
   fault-cut      first attempt: stream/body cut in the middle; then ok
   fault-cutalways  every attempt cut
-  fault-slow     answers after 3 s
+  fault-slow     answers after 10 s
   fault-streamerror  first attempt: a stream that carries an error event
                  mid-way (overloaded / server error); then ok
   fault-quota    terminal quota error (insufficient_quota / PerDay / billing)
@@ -222,7 +222,7 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(int(model[6:]) / 1000.0)
             return False
         if model == "fault-slow":
-            time.sleep(3)
+            time.sleep(10)
             return False
         if model == "fault-429" and attempt == 1:
             self.err(fmt, 429, "Rate limit reached, retry later", "rate_limit_error", {"retry-after": "1"})

@@ -227,7 +227,7 @@ t.test("an answer slower than the timeout ends as timeout after the retries, in 
   t.eq(r, nil)
   t.eq(err.kind, "timeout")
   t.eq(err.attempts, 2)
-  t.ok(dt < 2.9, "did not wait for the slow answer (" .. dt .. " s)")
+  t.ok(dt < 8, "did not wait for the slow answer (" .. dt .. " s)")
 end)
 
 t.test("max_retries = 0 means one attempt", function()
@@ -530,11 +530,11 @@ t.test("exec: a failing command is retried; a missing one fails at once", functi
 end)
 
 t.test("exec: timeout kills the command", function()
-  local c = llm.client { provider = "exec", command = "sleep 5", timeout = 0.3, max_retries = 0 }
+  local c = llm.client { provider = "exec", command = "sleep 30", timeout = 0.3, max_retries = 0 }
   local t0 = task.now()
   local _, err = c:chat { messages = { { role = "user", content = "x" } } }
   t.eq(err.kind, "timeout")
-  t.ok(task.now() - t0 < 3)
+  t.ok(task.now() - t0 < 10, "the command was killed, not awaited")
 end)
 
 t.test("exec: the fallback without mk.proc passes stdin, returns stdout, and times out", function()
@@ -543,7 +543,7 @@ t.test("exec: the fallback without mk.proc passes stdin, returns stdout, and tim
   t.eq(r.stdout, "HELLO")
   t.eq(r.stderr, "err\n")
   t.eq(r.code, 4)
-  local r2, err = ex.run_polling("sleep 5", "", 0.2)
+  local r2, err = ex.run_polling("sleep 30", "", 0.2)
   t.eq(r2, nil)
   t.eq(err.kind, "timeout")
 end)
