@@ -477,6 +477,17 @@ t.test("rpm spaces calls out once the per-minute budget is used", function()
   t.eq(ok, nil, "the third call waits for the minute to pass")
 end)
 
+t.test("tpm holds calls back once the minute's tokens are used", function()
+  llm.register_provider("tokens_test", { call = function() return { text = "ok", usage = { input_tokens = 6, output_tokens = 4 } } end })
+  local c = llm.client { provider = "tokens_test", model = "m", tpm = 10 }
+  assert(c:chat { messages = { { role = "user", content = "1" } } })
+  local ok = task.timeout(0.3, function() return c:chat { messages = { { role = "user", content = "2" } } } end)
+  t.eq(ok, nil, "10 tokens were used: the next call waits")
+  local c2 = llm.client { provider = "tokens_test", model = "m", tpm = 1000 }
+  assert(c2:chat { messages = { { role = "user", content = "1" } } })
+  t.eq((task.timeout(5, function() return c2:chat { messages = { { role = "user", content = "2" } } } end)), true)
+end)
+
 t.test("cancelling a task in chat aborts the HTTP call and frees its slot", function()
   local c = client("openai", "delay-5000", { max_concurrency = 1 })
   local h = task.spawn(function() return c:chat { messages = { { role = "user", content = prompt() } }, stream = true } end)
