@@ -511,6 +511,8 @@ static int l_run(lua_State *L) {
 
   const char *path = NULL;
   char **env = build_env(L, envt, clear_env, &path);
+  if (cwd && access(cwd, X_OK) != 0)
+    return mk_push_error(L, "spawn", "cannot run '%s': working directory %s: %s", prog, cwd, strerror(errno));
   int r = resolve(prog, cwd, path);
   if (r < 0) {
     push_spawn_error(L, prog, strerror(-r));

@@ -89,6 +89,10 @@ t.test("proc/a missing program is a spawn error, not an exit status", function()
   r, err = proc.run { argv = { tmp .. "/missing" } }
   t.eq(r, nil)
   t.eq(err.kind, "spawn")
+  r, err = proc.run { argv = { "true" }, cwd = tmp .. "/no-such-dir" }
+  t.eq(r, nil)
+  t.eq(err.kind, "spawn")
+  t.contains(err.message, "no-such-dir")
   fs.write(tmp .. "/noexec", "#!/bin/sh\n", { mode = 420 })
   r, err = proc.run { argv = { tmp .. "/noexec" } }
   t.eq(r, nil)
