@@ -224,10 +224,8 @@ static int proc_results(lua_State *L, mk_op *op) {
     size_t len = (size_t)(nl - p) < sizeof line - 1 ? (size_t)(nl - p) : sizeof line - 1;
     memcpy(line, p, len);
     line[len] = 0;
-    if (sscanf(line, "exec %d", &exec_errno) == 1) {
-    } else if (sscanf(line, "exit %d %lld %ld", &raw, &cpu_us, &rss) == 3) {
-      have_exit = 1;
-    }
+    if (sscanf(line, "exit %d %lld %ld", &raw, &cpu_us, &rss) == 3) have_exit = 1;
+    else sscanf(line, "exec %d", &exec_errno);
     p = nl + 1;
   }
   if (exec_errno) {
