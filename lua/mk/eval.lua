@@ -98,7 +98,7 @@ function Evaluator:_exclusive(fn, ...) return with_exclusive(self.device, fn, ..
 function Evaluator:freeze()
   if self.frozen then return self.frozen end
   local r = self:_exclusive(self.target.freeze, self.task, self.tests_dir,
-    { threads = self.opts.threads, bench_sizes = self.opts.bench_sizes })
+    { threads = self.opts.threads, bench_sizes = self.opts.bench_sizes, llc_bytes = self.opts.llc_bytes })
   if r.status ~= "ok" then error(setmetatable({ kind = "freeze", message = r.message },
     { __tostring = function(e) return "freeze: " .. e.message end }), 0) end
   self.frozen = r
@@ -272,7 +272,7 @@ function Evaluator:evaluate(files, opts)
     if best then build = best end
   end
 
-  local br = self:_exclusive(self.target.bench, self.task, build, self:_bench_opts())
+  local br = self:_exclusive(self.target.bench, self.task, build, self:_bench_opts { counters = opts.profile })
   device_s = device_s + (br.wall_s or 0)
   if br.status ~= "ok" then
     return finish(fail(br.status, br.message, { tune = tune }))
@@ -291,7 +291,7 @@ function Evaluator:evaluate(files, opts)
   end
   if opts.profile then
     local pr = self:_exclusive(self.target.profile, self.task, build,
-      { tests_dir = self.tests_dir, latency_s = br.latency_s, threads = self.opts.threads })
+      { tests_dir = self.tests_dir, latency_s = br.latency_s, threads = self.opts.threads, bench = br })
     device_s = device_s + (pr.wall_s or 0)
     r.profile = pr.status == "ok" and pr or { text = "profile failed: " .. pr.message, status = pr.status }
   end
