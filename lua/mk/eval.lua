@@ -108,7 +108,8 @@ end
 function Evaluator:_bench_opts(extra)
   local b = self.opts.bench or {}
   local o = { tests_dir = self.tests_dir, threads = self.opts.threads, min_time = b.min_time, warmup = b.warmup,
-    min_reps = b.min_reps, max_reps = b.max_reps, timeout = self.opts.timeout and 2 * self.opts.timeout or nil }
+    min_reps = b.min_reps, max_reps = b.max_reps, timeout = self.opts.timeout and 2 * self.opts.timeout or nil,
+    mem_mb = self.opts.mem_mb }
   for k, v in pairs(extra or {}) do o[k] = v end
   return o
 end
@@ -154,7 +155,7 @@ end
 
 function Evaluator:_test(build, group)
   return self:_shared(self.target.test, self.task, build, self.tests_dir,
-    { group = group, timeout = self.opts.timeout, threads = self.opts.threads })
+    { group = group, timeout = self.opts.timeout, threads = self.opts.threads, mem_mb = self.opts.mem_mb })
 end
 
 -- Autotune configurations: the full grid when it fits the budget, else a

@@ -2,12 +2,12 @@
 // task: rmsnorm
 // message: memory
 #include <stdlib.h>
-#include <string.h>
-/* allocates far more than the memory limit and touches it */
+/* allocates and touches 256 MB blocks until the memory limit says no, then uses the NULL it got */
 void kernel(const float *x, const float *scale, float *out, int rows, int cols) {
   (void)x; (void)scale; (void)rows; (void)cols;
-  size_t n = (size_t)64 << 30;
-  char *p = malloc(n);
-  memset(p, 1, n);
-  out[0] = p[12345];
+  for (;;) {
+    volatile char *p = malloc((size_t)256 << 20);
+    if (!p) { out[0] = p[0]; return; }
+    for (size_t i = 0; i < ((size_t)256 << 20); i += 4096) p[i] = 1;
+  }
 }

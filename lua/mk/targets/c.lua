@@ -657,6 +657,7 @@ local function run_runner(task, build, tests_dir, plan_body, nonce_hex, opts, by
   local bins = M.binaries()
   local timeout = opts.timeout or task.timeout
   local limits = runner_limits(task, bytes)
+  if opts.mem_mb then limits.mem_mb = math.max(opts.mem_mb, 256 + 2 * math.ceil(bytes / 1048576)) end
   local r, err = run_sandboxed({ bins.run }, { workdir = build.workdir, stdin = plan_body,
     ro = { path_dir(bins.run), tests_dir .. "/inputs" }, timeout = timeout, threads = opts.threads, limits = limits })
   if not r then return result("error", "cannot run the runner: " .. tostring(err and err.message)) end
@@ -745,7 +746,7 @@ function M.bench(task, build, opts)
   local bytes = meta.per_set_bytes * (meta.sets + 1) + meta.flush_bytes
   local timeout = opts.timeout or 2 * task.timeout
   local st, j = run_runner(task, build, tests_dir, table.concat(plan, "\n") .. "\n", n,
-    { timeout = timeout, threads = opts.threads }, bytes)
+    { timeout = timeout, threads = opts.threads, mem_mb = opts.mem_mb }, bytes)
   if st then fs.remove(blob); st.correct = false; return st end
   local wall = require("mk.task").now() - t0
   local base = { wall_s = wall, reps = math.tointeger(j.reps), sets = math.tointeger(j.sets), times = j.times,
