@@ -103,6 +103,21 @@ function M.available()
   return probe.ok, probe.reason
 end
 
+local root -- whether the engine runs as root (probed once)
+
+local function is_root()
+  if root == nil then
+    local p = io.popen("id -u 2>/dev/null")
+    root = p and p:read("l") == "0" or false
+    if p then p:close() end
+  end
+  return root
+end
+
+-- setpriv (util-linux) drops to nobody inside the sandbox, after bubblewrap
+-- has made its mounts as root.
+local SETPRIV = "/usr/bin/setpriv"
+
 local warned = false
 
 local function warn_once(reason)
@@ -135,8 +150,14 @@ end
 --- over a file) even where a bind above would show them.
 --- Without bubblewrap, returns a copy of argv and warns once.
 ---@param argv string[]
----@param opts {workdir: string, ro?: string[], rw?: string[], network?: boolean, hide?: string[]}
+--- `user = "nobody"`: when the engine runs as root, run the command as
+--- nobody inside (Linux ignores RLIMIT_NPROC for root; proc.run sets this
+--- when `limits.nproc` is given); a no-op for other users.
+--- Returns the new argv and whether the sandbox switches the user.
+---@param argv string[]
+---@param opts {workdir: string, ro?: string[], rw?: string[], network?: boolean, hide?: string[], user?: string}
 ---@return string[] argv
+---@return boolean switched true when the command runs as nobody inside
 function M.wrap(argv, opts)
   if type(argv) ~= "table" or type(argv[1]) ~= "string" then
     error("sandbox.wrap: argv must be a non-empty list of strings", 2)
@@ -152,9 +173,14 @@ function M.wrap(argv, opts)
     warn_once(reason)
     local out = {}
     for i, x in ipairs(argv) do out[i] = x end
-    return out
+    return out, false
   end
+  if opts.user ~= nil and opts.user ~= "nobody" then error("sandbox.wrap: opts.user may only be \"nobody\"", 2) end
+  local switch = opts.user == "nobody" and is_root() and fs.exists(SETPRIV)
   local a = base_args(opts.network)
+  if switch then
+    for _, x in ipairs { "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID" } do a[#a + 1] = x end
+  end
   local function add(...) for _, x in ipairs { ... } do a[#a + 1] = x end end
   for _, p in ipairs(ro) do add("--ro-bind", p, p) end
   for _, p in ipairs(rw) do add("--bind", p, p) end
@@ -167,13 +193,17 @@ function M.wrap(argv, opts)
     elseif exists(p) then add("--ro-bind", "/dev/null", p) end
   end
   add("--")
+  if switch then
+    add(SETPRIV, "--reuid", "65534", "--regid", "65534", "--clear-groups", "--bounding-set", "-all",
+      "--inh-caps", "-all", "--")
+  end
   for _, x in ipairs(argv) do a[#a + 1] = x end
-  return a
+  return a, switch
 end
 
 --- Forget the cached probe (tests).
 function M._reset()
-  probe, system_args, warned = nil, nil, false
+  probe, system_args, warned, root = nil, nil, false, nil
 end
 
 return M

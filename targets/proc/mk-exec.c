@@ -1,6 +1,6 @@
 /* mk-exec.c: the exec wrapper mk.proc starts in front of every child.
  *
- *   mk-exec [-m MEM_MB] [-c CPU_S] [-n NPROC] [-f FSIZE_MB] -- PROGRAM ARGS...
+ *   mk-exec [-m MEM_MB] [-c CPU_S] [-n NPROC] [-f FSIZE_MB] [-w] [-u] -- PROGRAM ARGS...
  *
  * libuv spawns this program as a session leader (UV_PROCESS_DETACHED) with
  * the child's stdin/stdout/stderr on fds 0-2 and a report socket on fd 3.
@@ -19,12 +19,16 @@
  *       pid <child pid>
  *       exec <errno>                 (exec failed: nothing ran)
  *       exit <raw wait status> <user+sys cpu µs> <max rss KiB>
- * Running as root, Linux does not enforce RLIMIT_NPROC; with -n the child
- * then runs as nobody (65534:65534) so the process limit holds. */
+ * Running as root, Linux does not enforce RLIMIT_NPROC. Then -u runs the
+ * child as nobody (65534:65534) so the limit holds, and -w first hands its
+ * working directory (a private workdir) to nobody, recursively, so the
+ * child can still write there. (Inside bubblewrap the sandbox does the
+ * switch itself; mk-exec only hands over the workdir.) */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
@@ -142,6 +146,14 @@ static void kill_all(void) {
   }
 }
 
+static int give_to_nobody(const char *path, const struct stat *st, int flag, struct FTW *f) {
+  (void)st;
+  (void)flag;
+  (void)f;
+  lchown(path, NOBODY, NOBODY);
+  return 0;
+}
+
 static void set_limit(int res, rlim_t soft, rlim_t hard) {
   struct rlimit rl = {soft, hard};
   setrlimit(res, &rl);
@@ -159,9 +171,12 @@ static long opt_num(const char *s, const char *what) {
 
 int main(int argc, char **argv) {
   long mem_mb = 0, cpu_s = 0, nproc = 0, fsize_mb = 0;
+  int give_cwd = 0, drop = 0;
   int i = 1;
   for (; i < argc; i++) {
     if (strcmp(argv[i], "--") == 0) { i++; break; }
+    if (strcmp(argv[i], "-w") == 0) { give_cwd = 1; continue; }
+    if (strcmp(argv[i], "-u") == 0) { drop = 1; continue; }
     if (i + 1 >= argc) break;
     if (strcmp(argv[i], "-m") == 0) mem_mb = opt_num(argv[++i], "-m");
     else if (strcmp(argv[i], "-c") == 0) cpu_s = opt_num(argv[++i], "-c");
@@ -170,7 +185,7 @@ int main(int argc, char **argv) {
     else break;
   }
   if (i >= argc) {
-    fprintf(stderr, "usage: mk-exec [-m MB] [-c S] [-n N] [-f MB] -- PROGRAM ARGS...\n");
+    fprintf(stderr, "usage: mk-exec [-m MB] [-c S] [-n N] [-f MB] [-w] [-u] -- PROGRAM ARGS...\n");
     return 125;
   }
   /* Without fd 3 (run by hand) there is no report and no engine to watch. */
@@ -204,13 +219,12 @@ int main(int argc, char **argv) {
     if (mem_mb) set_limit(RLIMIT_AS, (rlim_t)mem_mb << 20, (rlim_t)mem_mb << 20);
     if (cpu_s) set_limit(RLIMIT_CPU, (rlim_t)cpu_s, (rlim_t)cpu_s + 1);
     if (fsize_mb) set_limit(RLIMIT_FSIZE, (rlim_t)fsize_mb << 20, (rlim_t)fsize_mb << 20);
-    if (nproc) {
-      set_limit(RLIMIT_NPROC, (rlim_t)nproc, (rlim_t)nproc);
-      if (geteuid() == 0 && (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0)) {
-        int e = errno;
-        if (write(ep[1], &e, sizeof e) < 0) _exit(127);
-        _exit(127);
-      }
+    if (nproc) set_limit(RLIMIT_NPROC, (rlim_t)nproc, (rlim_t)nproc);
+    if (geteuid() == 0 && give_cwd) nftw(".", give_to_nobody, 16, FTW_PHYS);
+    if (geteuid() == 0 && drop && (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0)) {
+      int e = errno;
+      if (write(ep[1], &e, sizeof e) < 0) _exit(127);
+      _exit(127);
     }
     execvp(argv[i], argv + i);
     int e = errno;

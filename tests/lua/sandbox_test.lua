@@ -139,6 +139,18 @@ t.test("sandbox/timeout and limits still apply inside, nothing survives", functi
   t.eq(n, 0, "the background sleep did not survive")
 end)
 
+t.test("sandbox/with an nproc limit the workdir stays writable and the limit holds", function()
+  need_bwrap()
+  local py = "import os\nn = 0\nfor i in range(100):\n  try:\n    if os.fork() == 0:\n" ..
+    "      import time; time.sleep(20); os._exit(0)\n    n += 1\n  except OSError:\n    pass\n" ..
+    "open('forks.txt', 'w').write(str(n))\n"
+  local r = proc.run { argv = { "python3", "-c", py }, sandbox = { workdir = work }, limits = { nproc = 12 },
+    timeout = 60 }
+  t.eq(r.status, "exited")
+  t.eq(r.code, 0, r.stderr)
+  t.ok(tonumber(fs.read(work .. "/forks.txt")) < 12, "forks bounded by nproc")
+end)
+
 t.test("sandbox/without bubblewrap: argv unchanged and one loud warning", function()
   local exe = (os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine"
   local script = root .. "/fallback.lua"
