@@ -62,7 +62,7 @@ Evaluator.__index = Evaluator
 --- Create an evaluator for `task` (a table from mk.targets.load_task, or a
 --- task directory).
 ---@param task table|string
----@param opts table|nil {tests_dir, workdir, jobs=2, timeout, seed=0, threads, bench={min_time,warmup,min_reps,max_reps}, bench_sizes, tune_budget=8, tune_bench={...}}
+---@param opts table|nil see docs/api/eval.md (tests_dir, workdir, jobs, timeout, seed, threads, bench, ...)
 function M.new(task, opts)
   opts = opts or {}
   if type(task) == "string" then

@@ -30,9 +30,9 @@ local function exists_exe(p) return p and fs.exists(p) end
 
 -- The runner and checker are built by CMake (build tree) or installed next
 -- to the Lua files (share/mkengine/targets/c/bin).
-local bins
+local found_bins
 function M.binaries()
-  if bins then return bins end
+  if found_bins then return found_bins end
   local home = require("mk.home")
   local dirs = {}
   if os.getenv("MKC_BIN_DIR") then dirs[#dirs + 1] = os.getenv("MKC_BIN_DIR") end
@@ -41,8 +41,8 @@ function M.binaries()
   dirs[#dirs + 1] = home.path("targets/c/bin")
   for _, d in ipairs(dirs) do
     if exists_exe(d .. "/mkc-run") and exists_exe(d .. "/mkc-check") then
-      bins = { run = fs.realpath(d .. "/mkc-run"), check = fs.realpath(d .. "/mkc-check") }
-      return bins
+      found_bins = { run = fs.realpath(d .. "/mkc-run"), check = fs.realpath(d .. "/mkc-check") }
+      return found_bins
     end
   end
   error("mk.targets.c: mkc-run/mkc-check not found (looked in " .. table.concat(dirs, ", ")
@@ -360,7 +360,7 @@ local function classify(r, nonce_hex, timeout, limits)
   return nil, j
 end
 
-local function runner_limits(task, bytes)
+local function runner_limits(bytes)
   local mb = math.ceil((bytes or 0) / 1048576)
   return { mem_mb = 2048 + 4 * mb, fsize_mb = 256 + 2 * mb }
 end
@@ -553,9 +553,17 @@ local function sha256_of(path)
   return r and r.status == "exited" and r.code == 0 and (r.stdout or ""):match("^(%x+)")
 end
 
+-- What the frozen suite depends on: the reference, the signature and the
+-- case list (a runner may add test shapes after loading the task).
 local function task_fingerprint(task)
-  local src = fs.read(task.dir .. "/task.lua") or ""
-  return string.format("%s:%d:%d", task.name, #src, #task.reference) .. ":" .. M.signature(task)
+  local ids = {}
+  for _, g in ipairs { "search", "heldout" } do
+    for _, c in ipairs(case_list(task, g)) do ids[#ids + 1] = c.id end
+  end
+  local h = 0
+  local s = task.reference .. "\0" .. M.signature(task) .. "\0" .. table.concat(ids, ",")
+  for i = 1, #s do h = (h * 31 + s:byte(i)) % 4294967291 end
+  return string.format("%s:%d:%08x", task.name, #ids, h)
 end
 
 --- Freeze the test suite of `task` into tests_dir (idempotent).
@@ -608,7 +616,7 @@ function M.freeze(task, tests_dir, opts)
   local n = stdin:match("nonce (%x+)")
   local r, err = run_sandboxed({ bins.run }, { workdir = bdir, stdin = stdin, rw = { tests_dir },
     ro = { path_dir(bins.run) }, timeout = opts.timeout or 600, threads = opts.threads,
-    limits = runner_limits(task, per_set * sets) })
+    limits = runner_limits(per_set * sets) })
   if not r then return result("error", "cannot run the reference: " .. tostring(err and err.message)) end
   local st, j = classify(r, n, opts.timeout or 600)
   if st then return result("error", "the reference failed while freezing the tests: " .. st.message) end
@@ -656,7 +664,7 @@ end
 local function run_runner(task, build, tests_dir, plan_body, nonce_hex, opts, bytes)
   local bins = M.binaries()
   local timeout = opts.timeout or task.timeout
-  local limits = runner_limits(task, bytes)
+  local limits = runner_limits(bytes)
   if opts.mem_mb then limits.mem_mb = math.max(opts.mem_mb, 256 + 2 * math.ceil(bytes / 1048576)) end
   local r, err = run_sandboxed({ bins.run }, { workdir = build.workdir, stdin = plan_body,
     ro = { path_dir(bins.run), tests_dir .. "/inputs" }, timeout = timeout, threads = opts.threads, limits = limits })
@@ -701,11 +709,11 @@ function M.test(task, build, tests_dir, opts)
   fs.remove(blob)
   if not cr then return result("error", cerr, { correct = false }) end
   if not cr.ok then return result("error", "check failed: " .. tostring(cr.error), { correct = false }) end
-  local msgs, bad = {}, 0
+  local msgs, nbad = {}, 0
   for _, x in ipairs(cr.results) do
     case_res[#case_res + 1] = { id = x.case, name = x.name, ok = x.ok, message = x.message }
     if not x.ok then
-      bad = bad + 1
+      nbad = nbad + 1
       if x.tampered then
         return result("rejected", x.message, { correct = false, cases = case_res })
       end
@@ -713,8 +721,8 @@ function M.test(task, build, tests_dir, opts)
     end
   end
   local wall = require("mk.task").now() - t0
-  if bad > 0 then
-    local m = string.format("%d of %d checked outputs are wrong%s:\n%s", bad, #cr.results,
+  if nbad > 0 then
+    local m = string.format("%d of %d checked outputs are wrong%s:\n%s", nbad, #cr.results,
       group == "heldout" and " on held-out inputs (seeds never used during search)" or "", table.concat(msgs, "\n"))
     return result("incorrect", m, { correct = false, cases = case_res, wall_s = wall })
   end
