@@ -660,6 +660,8 @@ static void mode_test(sbuf *b, int gen) {
 /* Compare an output with the set's first output; 0 when equal within
  * tolerance, else the index + 1 of the first bad element. */
 static size_t differs(const arg_t *a, const unsigned char *now, const unsigned char *ref, const char **why) {
+  /* deterministic kernels repeat their bits exactly: one memcmp at memory speed */
+  if (!memcmp(now, ref, a->bytes)) return 0;
   for (size_t i = 0; i < a->count; i++) {
     if (mkc_is_poison(now, a->dt, i) && !mkc_is_poison(ref, a->dt, i)) { *why = "left unwritten"; return i + 1; }
     double x = mkc_get(now, a->dt, i), y = mkc_get(ref, a->dt, i);
