@@ -528,7 +528,31 @@ function M.compile(task, files, workdir, opts)
     return result("compile_error", "compilation failed:\n" .. base.log, base)
   end
   base.so = workdir .. "/kernel.so"
+  if not opts.trusted then
+    local why = M.load_time_code(base.so)
+    if why then return result("rejected", "the kernel " .. why, base) end
+  end
   return result("ok", "", base)
+end
+
+--- Code that would run when the shared object is loaded, before the
+--- runner's strictest filter: constructors/destructors beyond the
+--- compiler's own single entry, or IFUNC resolvers. Returns a reason or nil.
+function M.load_time_code(so)
+  local r = proc.run { argv = { "readelf", "-SW", "--dyn-syms", so }, timeout = 30, max_output = 4 << 20 }
+  if not r or r.status ~= "exited" or r.code ~= 0 then return nil end -- no binutils: the screen still applies
+  for _, sec in ipairs { "init_array", "fini_array", "ctors", "dtors", "preinit_array" } do
+    local size = r.stdout:match("%s%." .. sec .. "%s+%S+%s+%x+%s+%x+%s+(%x+)")
+    if size and tonumber(size, 16) > 8 then
+      return "defines code that runs when it is loaded (." .. sec .. "): only the entry may run"
+    end
+  end
+  for line in r.stdout:gmatch("[^\n]+") do
+    if line:find("%sIFUNC%s") and not line:find("%sUND%s") then
+      return "defines an IFUNC resolver (code that runs when it is loaded): only the entry may run"
+    end
+  end
+  return nil
 end
 
 -- ------------------------------------------------------------------ freeze
