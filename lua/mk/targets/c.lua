@@ -619,10 +619,11 @@ function M.freeze(task, tests_dir, opts)
   end
   local per_set = set_bytes(task, bench_sizes)
   -- enough rotating input sets to cover twice the last-level cache, so a
-  -- timed call rarely finds its inputs cached; a cache flush between calls
-  -- only where even 64 sets are too small
+  -- timed call rarely finds its inputs cached; at most 16 (each costs a
+  -- reference run at freeze time and a first call per benchmark), the
+  -- shortfall flushed from the cache between calls
   local llc = opts.llc_bytes or llc_bytes()
-  local sets = math.max(2, math.min(64, math.ceil(2 * llc / math.max(per_set, 1))))
+  local sets = math.max(2, math.min(16, math.ceil(2 * llc / math.max(per_set, 1))))
   meta = { task = task_fingerprint(task), sets = sets, per_set_bytes = per_set,
     flush_bytes = math.max(0, 2 * llc - sets * per_set), llc_bytes = llc, bench_sizes = bench_sizes }
   local all = {}
