@@ -310,7 +310,7 @@ static void set_title(kb_chunker *c) {
   buf_add(&c->title, "", 0);
   c->heading = NULL;
   for (int l = 1; l <= 6; l++) {
-    if (!c->levels[l]) continue;
+    if (!c->levels[l] || !c->levels[l][0]) continue; /* "#" alone: no title part */
     if (c->title.n) buf_add(&c->title, " > ", 3);
     buf_add(&c->title, c->levels[l], strlen(c->levels[l]));
     c->heading = c->levels[l];

@@ -84,6 +84,9 @@ int main(void) {
       "local c = kb.chunks('# Kernel\\n```python\\n# a comment\\nx = 1\\n## not a heading\\n```\\nafter\\n~~~\\n# tilde fence\\n~~~\\n')\n"
       "eq(#c, 1, 'chunks') eq(c[1].title, 'Kernel')\n"
       "assert(c[1].text:find('# a comment', 1, true) and c[1].text:find('after', 1, true) and c[1].text:find('# tilde fence', 1, true))\n");
+  run(L, "chunks/empty_heading_adds_no_title_part",
+      "local c = kb.chunks('# A\\n#\\nx\\n# B\\n##\\ny\\n')\n"
+      "eq(#c, 2) eq(c[1].title, '') eq(c[1].text, 'x') eq(c[2].title, 'B') eq(c[2].text, 'y')\n");
   run(L, "chunks/hashtag_without_space_is_text",
       "local c = kb.chunks('#notaheading\\n####### seven\\ntext')\n"
       "eq(#c, 1) eq(c[1].title, '')\n");
