@@ -124,6 +124,35 @@ function retrieve.reset()
   end
 end
 
+--- Which shipped notes belong to which target: a file of the engine's kb/
+--- named `<prefix>-...md` (or `learned/<prefix>--...md`) is for the target
+--- listing that prefix; files with a prefix no target claims (`kernel-`)
+--- and files outside kb/ (user directories) serve every target. Add
+--- entries for new targets.
+retrieve.target_prefixes = {
+  c = { "c" },
+  pallas = { "pallas", "tpu", "jax" },
+}
+
+--- True when a passage from `file` is relevant to `target`.
+---@param file string
+---@param target string
+---@return boolean
+function retrieve.for_target(file, target)
+  local base = home.path("kb") .. "/"
+  if file:sub(1, #base) ~= base then return true end
+  local name = file:sub(#base + 1)
+  local prefix = name:match("^learned/(.-)%-%-") or name:match("^([%w_]+)%-")
+  if not prefix then return true end
+  local owner
+  for t, prefixes in pairs(retrieve.target_prefixes) do
+    for _, p in ipairs(prefixes) do
+      if p == prefix then owner = owner or {}; owner[t] = true end
+    end
+  end
+  return owner == nil or owner[target] == true
+end
+
 -- Cut text to at most n characters (marker included), at a line end when
 -- one is near.
 local function clip(text, n)
@@ -140,7 +169,7 @@ end
 --- max_chars characters (a passage that does not fit is cut at a line end
 --- if at least 200 characters remain, otherwise dropped with the rest).
 ---@param query string free text: a task description, an error message, a profile summary
----@param opts? {k?: integer, max_chars?: integer, dirs?: string[], extra_dirs?: string[], min_score?: number}
+---@param opts? {k?: integer, max_chars?: integer, dirs?: string[], extra_dirs?: string[], min_score?: number, target?: string}
 ---@return table[]|nil passages { {file, name, title, text, score, line, truncated}, ... }
 ---@return table|nil err {kind = "not_found"|"io", message} when a directory cannot be read
 function retrieve.passages(query, opts)
@@ -156,22 +185,26 @@ function retrieve.passages(query, opts)
     dirs = { table.unpack(dirs) }
     for _, d in ipairs(check_dirs(opts.extra_dirs, "retrieve.passages", "extra_dirs")) do dirs[#dirs + 1] = d end
   end
+  local target = opts.target
+  if target ~= nil and type(target) ~= "string" then error("retrieve.passages: target must be a string", 2) end
   if not query:find("%S") then return {} end
   local ix, err = retrieve.index(dirs)
   if not ix then return nil, err end
   -- long error logs: the head carries the message, the rest is mostly noise
-  local hits = ix:search(query:sub(1, 4000), k)
+  local hits = ix:search(query:sub(1, 4000), target and k * 6 or k)
   local out, left = {}, max_chars
   for _, h in ipairs(hits) do
-    if opts.min_score and h.score < opts.min_score then break end
-    local text, truncated = h.text, false
-    if #text > left then
-      if left < 200 then break end
-      text, truncated = clip(text, left)
+    if #out == k or (opts.min_score and h.score < opts.min_score) then break end
+    if not target or retrieve.for_target(h.file, target) then
+      local text, truncated = h.text, false
+      if #text > left then
+        if left < 200 then break end
+        text, truncated = clip(text, left)
+      end
+      left = left - #text
+      out[#out + 1] = { file = h.file, name = h.name, title = h.title, text = text, score = h.score,
+                        line = h.line, truncated = truncated }
     end
-    left = left - #text
-    out[#out + 1] = { file = h.file, name = h.name, title = h.title, text = text, score = h.score,
-                      line = h.line, truncated = truncated }
   end
   return out
 end

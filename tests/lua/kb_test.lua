@@ -56,6 +56,29 @@ t.test("identifier parts also match prose: 'prefetch scalar grid spec' finds the
   t.eq(basename(top("prefetch scalar grid spec")), "pallas-scalar-prefetch.md")
 end)
 
+t.test("target filters shipped notes to that target's files and general ones", function()
+  local function names(ps)
+    local out = {}
+    for i, p in ipairs(ps) do out[i] = basename(p) end
+    return table.concat(out, " ")
+  end
+  local q = "segmentation fault alignment memory bound bandwidth roofline"
+  local all = assert(retrieve.passages(q, { k = 8 }))
+  t.matches(names(all), "c%-", "unfiltered results mix targets")
+  t.matches(names(all), "tpu%-")
+  local c = assert(retrieve.passages(q, { k = 8, target = "c" }))
+  t.ok(#c > 0)
+  for _, p in ipairs(c) do t.ok(basename(p):match("^c%-") or basename(p):match("^kernel%-"), "c got " .. basename(p)) end
+  local pallas = assert(retrieve.passages(q, { k = 8, target = "pallas" }))
+  for _, p in ipairs(pallas) do t.ok(not basename(p):match("^c%-"), "pallas got " .. basename(p)) end
+  t.ok(retrieve.for_target("/elsewhere/c-notes.md", "pallas"), "user dirs serve every target")
+  local home = require("mk.home")
+  t.ok(retrieve.for_target(home.path("kb/learned/pallas--t.md"), "pallas"))
+  t.ok(not retrieve.for_target(home.path("kb/learned/c--t.md"), "pallas"))
+  t.ok(retrieve.for_target(home.path("kb/kernel-evaluation-pitfalls.md"), "c"))
+  t.raises(function() retrieve.passages("x", { target = 1 }) end, "target must be a string")
+end)
+
 t.test("k and max_chars bound the passages; a cut passage is marked", function()
   local ps = assert(retrieve.passages("VMEM block shape pipeline", { k = 5, max_chars = 900 }))
   t.ok(#ps >= 1 and #ps <= 5, "count " .. #ps)
@@ -221,6 +244,9 @@ t.test("mkengine kb search: -k, --json, --only --kb, no match, usage errors", fu
   out, code = run("kb search x --kb /nonexistent/mk-kb")
   t.eq(code, 2)
   t.contains(out, "does not exist")
+  out, code = run("kb search -k 3 --lines 0 --target c roofline bandwidth")
+  t.eq(code, 0, out)
+  t.ok(not out:find("kb/tpu-", 1, true), out)
   out, code = run("kb stats")
   t.eq(code, 0, out)
   t.matches(out, "^%d+ files, %d+ chunks")

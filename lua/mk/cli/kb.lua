@@ -6,7 +6,7 @@ local retrieve = require "mk.retrieve"
 
 local M = {
   summary = "search the knowledge base (kb/, kb/learned/, extra dirs) with BM25",
-  usage = "usage: mkengine kb search QUERY... [-k N] [--kb DIR]... [--only] [--lines N] [--json]\n"
+  usage = "usage: mkengine kb search QUERY... [-k N] [--target T] [--kb DIR]... [--only] [--lines N] [--json]\n"
     .. "       mkengine kb stats [--kb DIR]... [--only]",
   help = [==[
 search   rank passages for QUERY (the words may be given unquoted) and print,
@@ -16,6 +16,8 @@ stats    print the number of files, chunks and distinct terms indexed.
 
 options:
   -k N         number of passages (default 5)
+  --target T   only notes for target T (c, pallas) and general ones, as the
+               agents of a run on that target see them
   --kb DIR     also search DIR (repeatable); $MKENGINE_KB_DIRS (':'-separated)
                is always added
   --only       search only the --kb directories, not the engine's kb/
@@ -25,7 +27,7 @@ options:
 
 local spec = {
   flags = { only = true, json = true },
-  options = { k = "number", kb = "list", lines = "number" },
+  options = { k = "number", kb = "list", lines = "number", target = "string" },
   short = { k = "k" },
 }
 
@@ -64,7 +66,7 @@ local function search(opts, words)
   if math.type(k) ~= "integer" or k < 1 then cli.usage_error("-k needs a positive integer", M.usage) end
   local nlines = math.tointeger(opts.lines or 3)
   if not nlines or nlines < 0 then cli.usage_error("--lines needs a non-negative integer", M.usage) end
-  local ps, err = retrieve.passages(query, { k = k, max_chars = math.huge, dirs = dirs_for(opts) })
+  local ps, err = retrieve.passages(query, { k = k, max_chars = math.huge, dirs = dirs_for(opts), target = opts.target })
   if not ps then cli.input_error(err.message) end
   if opts.json then
     local cjson = require "cjson"
