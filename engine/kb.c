@@ -310,7 +310,7 @@ static void set_title(kb_chunker *c) {
   buf_add(&c->title, "", 0);
   c->heading = NULL;
   for (int l = 1; l <= 6; l++) {
-    if (!c->levels[l]) continue;
+    if (!c->levels[l] || !c->levels[l][0]) continue; /* "#" alone: no title part */
     if (c->title.n) buf_add(&c->title, " > ", 3);
     buf_add(&c->title, c->levels[l], strlen(c->levels[l]));
     c->heading = c->levels[l];
@@ -375,6 +375,8 @@ typedef struct {
   uint32_t nfiles, capfiles;
   char **dirs;
   uint32_t ndirs;
+  char **skip; /* subdirectory paths (relative to each dir) not indexed */
+  uint32_t nskip;
   uint64_t total_tokens, bytes;
   size_t max_chunk;
   int closed;
@@ -533,9 +535,17 @@ static int is_markdown(const char *name) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* Collect markdown files under dir (sorted, hidden entries skipped).
+static int skipped(char *const *skip, uint32_t nskip, const char *rel) {
+  for (uint32_t i = 0; i < nskip; i++)
+    if (strcmp(skip[i], rel) == 0) return 1;
+  return 0;
+}
+
+/* Collect markdown files under dir (sorted; hidden entries and the
+ * subdirectories named in skip, relative to root, left out).
  * Returns 0, or -1 with errno set when dir itself cannot be read. */
-static int walk(const char *root, const char *rel, int depth, kb_found_list *out) {
+static int walk(const char *root, const char *rel, int depth, char *const *skip, uint32_t nskip,
+                kb_found_list *out) {
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s%s%s", root, rel[0] ? "/" : "", rel);
   DIR *d = opendir(dir);
@@ -556,7 +566,9 @@ static int walk(const char *root, const char *rel, int depth, kb_found_list *out
     int pn = rn < 0 || (size_t)rn >= sizeof r ? -1 : snprintf(path, sizeof path, "%s/%s", root, r);
     struct stat st;
     if (pn >= 0 && (size_t)pn < sizeof path && stat(path, &st) == 0) {
-      if (S_ISDIR(st.st_mode) && depth < KB_MAX_DEPTH) walk(root, r, depth + 1, out);
+      if (S_ISDIR(st.st_mode)) {
+        if (depth < KB_MAX_DEPTH && !skipped(skip, nskip, r)) walk(root, r, depth + 1, skip, nskip, out);
+      }
       else if (S_ISREG(st.st_mode) && is_markdown(names[i])) {
         if (out->n == out->cap) { out->cap = out->cap ? out->cap * 2 : 64; out->v = xrealloc(out->v, out->cap * sizeof *out->v); }
         out->v[out->n++] = (kb_found){ xstrndup(path, strlen(path)), xstrndup(r, strlen(r)),
@@ -612,6 +624,8 @@ static void index_release(kb_index *ix) {
   for (uint32_t i = 0; i < ix->nchunks; i++) { free(ix->chunks[i].title); free(ix->chunks[i].text); }
   for (uint32_t i = 0; i < ix->nfiles; i++) { free(ix->files[i].path); free(ix->files[i].name); }
   for (uint32_t i = 0; i < ix->ndirs; i++) free(ix->dirs[i]);
+  for (uint32_t i = 0; i < ix->nskip; i++) free(ix->skip[i]);
+  free(ix->skip);
   free(ix->terms);
   free(ix->slots);
   free(ix->chunks);
@@ -648,7 +662,7 @@ static int index_dir(lua_State *L, kb_index *ix, const char *dir) {
     return mk_push_error(L, "not_found", "knowledge-base directory %s does not exist", dir);
   char *root = dir_copy(dir);
   kb_found_list found = { 0 };
-  if (walk(root, "", 0, &found) != 0) {
+  if (walk(root, "", 0, ix->skip, ix->nskip, &found) != 0) {
     int e = errno;
     free(root);
     found_free(&found);
@@ -672,7 +686,7 @@ static int index_dir(lua_State *L, kb_index *ix, const char *dir) {
   return 0;
 }
 
-/* kb.open{dirs = {...}, max_chunk = 2400} -> index | nil, err */
+/* kb.open{dirs = {...}, skip = {"learned"}, max_chunk = 2400} -> index | nil, err */
 static int l_open(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   if (lua_getfield(L, 1, "dirs") != LUA_TTABLE) luaL_argerror(L, 1, "dirs must be a list of directories");
@@ -681,7 +695,26 @@ static int l_open(lua_State *L) {
     if (lua_geti(L, -1, i) != LUA_TSTRING) luaL_argerror(L, 1, "dirs must contain strings");
     lua_pop(L, 1);
   }
+  int skt = lua_getfield(L, 1, "skip");
+  if (skt != LUA_TNIL && skt != LUA_TTABLE) luaL_argerror(L, 1, "skip must be a list of directory names");
+  lua_Integer ns = skt == LUA_TTABLE ? luaL_len(L, -1) : 0;
+  for (lua_Integer i = 1; i <= ns; i++) {
+    if (lua_geti(L, -1, i) != LUA_TSTRING) luaL_argerror(L, 1, "skip must contain strings");
+    lua_pop(L, 1);
+  }
   kb_index *ix = push_index(L, opt_max_chunk(L, 1));
+  if (ns > 0) {
+    ix->skip = xrealloc(NULL, (size_t)ns * sizeof *ix->skip);
+    for (lua_Integer i = 1; i <= ns; i++) {
+      lua_geti(L, -2, i);
+      size_t len;
+      const char *sk = lua_tolstring(L, -1, &len);
+      while (len > 1 && sk[len - 1] == '/') len--;
+      ix->skip[ix->nskip++] = xstrndup(sk, len);
+      lua_pop(L, 1);
+    }
+  }
+  lua_remove(L, -2); /* the skip value */
   for (lua_Integer i = 1; i <= nd; i++) {
     lua_geti(L, -2, i);
     const char *dir = lua_tostring(L, -1);
@@ -825,7 +858,7 @@ static int l_stale(lua_State *L) {
   uint32_t f = 0;
   for (uint32_t d = 1; d <= ix->ndirs && !stale; d++) {
     kb_found_list found = { 0 };
-    if (walk(ix->dirs[d - 1], "", 0, &found) != 0) stale = 1;
+    if (walk(ix->dirs[d - 1], "", 0, ix->skip, ix->nskip, &found) != 0) stale = 1;
     size_t i = 0;
     for (; f < ix->nfiles && !stale; f++) {
       kb_file *kf = &ix->files[f];

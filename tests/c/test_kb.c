@@ -84,6 +84,9 @@ int main(void) {
       "local c = kb.chunks('# Kernel\\n```python\\n# a comment\\nx = 1\\n## not a heading\\n```\\nafter\\n~~~\\n# tilde fence\\n~~~\\n')\n"
       "eq(#c, 1, 'chunks') eq(c[1].title, 'Kernel')\n"
       "assert(c[1].text:find('# a comment', 1, true) and c[1].text:find('after', 1, true) and c[1].text:find('# tilde fence', 1, true))\n");
+  run(L, "chunks/empty_heading_adds_no_title_part",
+      "local c = kb.chunks('# A\\n#\\nx\\n# B\\n##\\ny\\n')\n"
+      "eq(#c, 2) eq(c[1].title, '') eq(c[1].text, 'x') eq(c[2].title, 'B') eq(c[2].text, 'y')\n");
   run(L, "chunks/hashtag_without_space_is_text",
       "local c = kb.chunks('#notaheading\\n####### seven\\ntext')\n"
       "eq(#c, 1) eq(c[1].title, '')\n");
@@ -161,6 +164,16 @@ int main(void) {
       "eq(ix:stats().files, 2)\n"
       "local r = ix:search('alpha') eq(#r, 1) eq(r[1].name, 'sub/a.md') eq(r[1].file, d .. '/sub/a.md') eq(r[1].title, 'a')\n"
       "os.execute('rm -rf ' .. d)\n");
+  run(L, "open/skip_leaves_out_named_subdirectories_also_for_stale",
+      "local d = tmpdir()\n"
+      "os.execute('mkdir -p ' .. d .. '/learned ' .. d .. '/sub/learned')\n"
+      "write(d .. '/a.md', '# A\\nalpha\\n') write(d .. '/learned/l.md', '# L\\nalpha\\n') write(d .. '/sub/learned/x.md', '# X\\nalpha\\n')\n"
+      "local ix = assert(kb.open{dirs = {d}, skip = {'learned/'}})\n"
+      "eq(ix:stats().files, 2, 'only the top-level learned/ is skipped')\n"
+      "write(d .. '/learned/m.md', '# M\\nbeta\\n') eq(ix:stale(), false, 'changes in skipped dirs do not matter')\n"
+      "eq(assert(kb.open{dirs = {d}}):stats().files, 4)\n"
+      "assert(not pcall(kb.open, {dirs = {d}, skip = 'learned'}))\n"
+      "os.execute('rm -rf ' .. d)\n");
   run(L, "open/missing_dir_returns_not_found",
       "local ix, err = kb.open{dirs = {'/nonexistent/kb/dir'}}\n"
       "eq(ix, nil) eq(err.kind, 'not_found') assert(err.message:find('/nonexistent/kb/dir', 1, true))\n"
@@ -181,7 +194,7 @@ int main(void) {
       "assert(not pcall(ix.search, ix, 'x'))\n"
       "assert(tostring(ix):find('closed'))\n");
   run(L, "corpus/block_shape_rule_query_finds_the_rule_first",
-      "local ix = assert(kb.open{dirs = {HOME .. '/kb'}})\n"
+      "local ix = assert(kb.open{dirs = {HOME .. '/kb'}, skip = {'learned'}})\n"
       "local r = ix:search('block shape must be divisible by 8 and 128', 3)\n"
       "assert(r[1], 'no results')\n"
       "assert(r[1].text:find('128', 1, true) and r[1].text:find('divisible', 1, true), 'first: ' .. r[1].title)\n"
