@@ -45,8 +45,11 @@ report.read_jsonl = read_jsonl
 
 -- Encode data for a <script type="application/json"> block: no "<" may
 -- appear raw, so "</script>" inside a kernel's source cannot end the block.
+local page_json = cjson.new()
+page_json.encode_invalid_numbers("null") -- a NaN metric must not break the page
+
 local function embed_json(v)
-  local s = cjson.encode(v)
+  local s = page_json.encode(v)
   return (s:gsub("<", "\\u003c"):gsub("\226\128\168", "\\u2028"):gsub("\226\128\169", "\\u2029"))
 end
 
@@ -796,7 +799,9 @@ local function run_sub(run)
   local seed = s.seed or r.seed
   add("seed", math.tointeger(seed) or seed)
   add("status", s.status or r.status or (run.summary and "" or "running / unfinished"))
-  add("started", r.start or r.started)
+  local started = r.started_at or r.start or r.started
+  if type(started) == "number" then started = os.date("!%Y-%m-%d %H:%M UTC", math.floor(started)) end
+  add("started", started)
   local opts = s.options or r.options
   if type(opts) == "table" then
     local o = {}

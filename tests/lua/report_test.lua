@@ -169,6 +169,15 @@ t.test("sweep page lists every entry with its parameters", function()
   t.contains(html, "fast_p curves")
 end)
 
+t.test("a NaN or infinite metric is embedded as null instead of breaking the page", function()
+  local d = assert(report.load_run(run_dir))
+  d.nodes[1].metrics.spread = 0 / 0
+  d.nodes[2].metrics.gflops = math.huge
+  local html = report.html(d)
+  local data = cjson.decode(html:match('<script type="application/json" id="mk%-data">(.-)</script>'))
+  t.eq(data.nodes["1"].metrics.spread, cjson.null)
+end)
+
 t.test("report.write writes the page atomically and errors on bad input", function()
   local out = tmp .. "/out.html"
   t.ok(report.write(run_dir, out))
