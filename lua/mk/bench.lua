@@ -138,23 +138,37 @@ function bench.run(opts)
   if opts.tasks then
     local want, sel = {}, {}
     for _, n in ipairs(opts.tasks) do want[n] = true end
-    for _, t in ipairs(tasks) do if want[t.name] then sel[#sel + 1] = t end end
+    for _, t in ipairs(tasks) do
+      if want[t.name] then
+        sel[#sel + 1] = t
+        want[t.name] = nil
+      end
+    end
+    local missing = next(want)
+    if missing then return nil, { kind = "bad_suite", message = "no task named '" .. missing .. "' in " .. opts.suite } end
     tasks = sel
-  end
-  local out = (opts.out or default_out(opts.strategy)):gsub("/+$", "")
-  fs.mkdirs(out)
-  local lock = fs.lock and fs.lock(out .. "/.bench.lock")
-  if fs.lock and not lock then
-    return nil, { kind = "locked", message = out .. " is used by another bench" }
   end
   local runner = opts.runner
   local resume = opts.resume
   if not runner or not resume then
     local ok, r = pcall(require, "mk.runner")
     if ok then
+      if not runner and r.load_strategy then
+        -- a typo in the strategy name should not fail every run one by one
+        local oks, serr = pcall(r.load_strategy, opts.strategy)
+        if not oks then
+          return nil, { kind = "bad_strategy", message = type(serr) == "table" and (serr.message or tostring(serr)) or tostring(serr) }
+        end
+      end
       runner = runner or r.run
       resume = resume or r.resume
     end
+  end
+  local out = (opts.out or default_out(opts.strategy)):gsub("/+$", "")
+  fs.mkdirs(out)
+  local lock = fs.lock and fs.lock(out .. "/.bench.lock")
+  if fs.lock and not lock then
+    return nil, { kind = "locked", message = out .. " is used by another bench" }
   end
   if not runner then error("bench.run: no runner (mk.runner is not available and opts.runner is not set)", 2) end
   local base_seed = opts.seed or 1

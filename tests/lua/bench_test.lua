@@ -186,6 +186,9 @@ t.test("bad arguments raise and a bad suite returns bad_suite", function()
   local r, err = bench.run { suite = tmp .. "/nope", strategy = "beam", runner = fake_runner }
   t.eq(r, nil)
   t.eq(err.kind, "bad_suite")
+  local r2, err2 = bench.run { suite = suite, strategy = "beam", runner = fake_runner, tasks = { "softmax", "nope" } }
+  t.eq(r2, nil)
+  t.contains(err2.message, "no task named 'nope'")
 end)
 
 t.test("the real runner benches 3 tasks of the cpu suite with the scripted model", function()
