@@ -296,6 +296,10 @@ function bench.run(opts)
       one(p[1], p[2])
     end
   end
+  if prog and prog.tick then
+    prog:set(status_fields())
+    prog:tick(1)
+  end
   local task = package.loaded["mk.task"] or select(2, pcall(require, "mk.task"))
   if type(task) == "table" and task.spawn and task.current and task.current() then
     local hs = {}

@@ -138,8 +138,27 @@ function Progress:note(text)
   self.stream:flush()
 end
 
+--- On a terminal, redraw every `interval` seconds (default 1) from a
+--- background mk.task task so the elapsed time ticks while nothing else
+--- happens (e.g. between bench runs). No-op elsewhere; stopped by finish.
+function Progress:tick(interval)
+  if not self.tty or self.ticker then return end
+  local ok, task = pcall(require, "mk.task")
+  if not ok or not task.current or not task.current() then return end
+  self.ticker = task.spawn(function()
+    while true do
+      task.sleep(interval or 1)
+      self:draw(true)
+    end
+  end)
+end
+
 --- Clear the status line (terminal) so following output starts clean.
 function Progress:finish()
+  if self.ticker then
+    self.ticker:cancel()
+    self.ticker = nil
+  end
   if self.tty and self.drawn then
     self.stream:write("\r\27[K")
     self.stream:flush()

@@ -79,6 +79,23 @@ t.test("quiet writes nothing; json writes each event as one JSON line", function
   t.eq(lines[3].device_s, 5)
 end)
 
+t.test("tick redraws the line periodically on a terminal until finish", function()
+  local task = require "mk.task"
+  local s = sink()
+  local p = progress.new { tty = true, stream = s, interval = 0 }
+  p:tick(0.01)
+  task.sleep(0.055)
+  p:finish()
+  local _, draws = s:text():gsub("\r\27%[K", "")
+  t.ok(draws >= 2, "a tick redraw and the final clear, got " .. draws)
+  local before = #s:text()
+  task.sleep(0.03)
+  t.eq(#s:text(), before, "no redraw after finish")
+  local q = progress.new { tty = false, stream = sink() }
+  q:tick(0.01)
+  t.eq(q.ticker, nil)
+end)
+
 t.test("a long line is cut to the width", function()
   local p = progress.new { tty = false, stream = sink(), width = 30, label = string.rep("x", 50) }
   t.eq(#p:line(), 30)
