@@ -23,7 +23,7 @@ end
 --- test(1), since plain Lua has no isatty).
 function progress.isatty(fd)
   if os.getenv("MK_PROGRESS_TTY") then return os.getenv("MK_PROGRESS_TTY") == "1" end
-  local ok = os.execute("test -t " .. (fd or 2) .. " 2>/dev/null")
+  local ok = os.execute("test -t " .. math.tointeger(fd or 2))
   return ok == true
 end
 
