@@ -83,7 +83,13 @@ function Progress:event(ev)
     f.tokens = f.tokens + (tonumber(u.input_tokens) or 0) + (tonumber(u.output_tokens) or 0)
     f.usd = f.usd + (tonumber(u.usd) or tonumber(u.cost_usd) or tonumber(ev.cost_usd) or 0)
   end
-  if tonumber(ev.device_s) then f.device_s = f.device_s + tonumber(ev.device_s) end
+  if tonumber(ev.device_s) then
+    f.device_s = f.device_s + tonumber(ev.device_s)
+  elseif (ty == "node" or ty == "node_added") then
+    -- a node's cost carries the device time of its evaluation
+    local n = type(ev.node) == "table" and ev.node or ev
+    if type(n.cost) == "table" and tonumber(n.cost.device_s) then f.device_s = f.device_s + tonumber(n.cost.device_s) end
+  end
   self:draw()
 end
 

@@ -33,6 +33,15 @@ t.test("status line counts nodes, correct, best, tokens, USD, device busy % and 
   t.eq(p:line(), "beam/softmax | nodes 3 | correct 2 | best 1.75x | tokens 1200 | $0.0100 | device 25% | 0m20s")
 end)
 
+t.test("device time comes from node costs; a reference node is not counted as correct", function()
+  local c, fn = clock(0)
+  local p = progress.new { tty = false, stream = sink(), clock = fn }
+  p:event { type = "node", id = "n0001", kind = "reference", status = "ok", metrics = { speedup = 1 } }
+  p:event { type = "node", id = "n0002", kind = "implement", status = "ok", metrics = { speedup = 3 }, cost = { device_s = 2 } }
+  c.t = 10
+  t.matches(p:line(), "^nodes 2 | correct 1 | best 3%.00x | .* | device 20%% |")
+end)
+
 t.test("not a terminal: no control characters, milestones as plain lines", function()
   local s = sink()
   local _, fn = clock()
