@@ -242,6 +242,9 @@ function bench.run(opts)
         ok, summary = pcall(resume, dir)
       else
         how = "ran"
+        -- leftovers of a run that died before writing run.json cannot be
+        -- resumed, and rundir.create refuses a non-empty directory
+        if fs.exists(dir) then fs.rm_rf(dir) end
         fs.mkdirs(out .. "/" .. t.name)
         local ro = {
           strategy = opts.strategy, task = t.dir, set = copy_opts(opts.set), seed = base_seed + k - 1,
