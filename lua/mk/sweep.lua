@@ -140,6 +140,7 @@ function sweep.new(opts)
     else
       if not runner then error("mk.run: no runner (mk.runner is not available)", 2) end
       e.how = "ran"
+      if fs.exists(dir) then fs.rm_rf(dir) end -- died before run.json: start over
       ok, res = pcall(runner, { strategy = o.strategy, task = o.task, set = copy(o.set) or {}, seed = o.seed, model = o.model,
         llm_config = o.llm_config, budget = o.budget, run_dir = dir, quiet = true, jobs = o.jobs })
     end
