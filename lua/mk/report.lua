@@ -592,7 +592,7 @@ h3{font-size:15px;margin:16px 0 6px}
 .card.pair{display:flex;gap:18px}
 table{border-collapse:collapse;margin:6px 0}th,td{border-bottom:1px solid var(--line);padding:4px 10px;text-align:right;white-space:nowrap}
 th{background:var(--panel);font-weight:600}td:first-child,th:first-child{text-align:left}
-td.yes{color:#1a7f37}td.no{color:#cf222e}
+td.l,th.l{text-align:left}td.yes{color:#1a7f37}td.no{color:#cf222e}
 .charts{display:flex;flex-wrap:wrap;gap:24px}.charts figure{max-width:480px;margin:0}
 .charts figcaption{color:var(--muted);font-size:12px;text-align:center}
 svg text{font:11px system-ui,sans-serif;fill:var(--fg)}
@@ -741,13 +741,15 @@ end
 
 local function yn(b) return b and '<td class="yes">yes</td>' or '<td class="no">no</td>' end
 
-local function fast_curve_chart(rows, name)
+-- The exact fast_p step function, with a marker (and tooltip) at each
+-- speedup where it drops.
+local function fast_curve_chart(rows, name, xmax)
   local pts = {}
-  for _, p in ipairs(metrics.fast_curve(rows)) do pts[#pts + 1] = { p.p, p.value, hide = true } end
-  for _, p in ipairs(metrics.P) do
-    pts[#pts + 1] = { p, metrics.fast_p(rows, p), label = string.format("fast_%s = %.2f", metrics.p_name(p), metrics.fast_p(rows, p)) }
+  local steps = metrics.fast_steps(rows, xmax)
+  for i, p in ipairs(steps) do
+    pts[#pts + 1] = { p.p, p.value, hide = i == #steps,
+      label = string.format("fast_p = %.2f for p ≥ %.2f", p.value, p.p) }
   end
-  table.sort(pts, function(a, b) return a[1] < b[1] end)
   return { name = name or "fast_p", points = pts }
 end
 
@@ -837,7 +839,7 @@ local function bench_body(b, store)
     parts[#parts + 1] = string.format("<tr><td>fast_%s</td><td>%s</td><td>%s / %d</td></tr>", metrics.p_name(p), fmt(v), fmt_int(v * n), n)
   end
   parts[#parts + 1] = "</table><figure>"
-  parts[#parts + 1] = report.svg_chart { series = { fast_curve_chart(rows) }, step = false, xmin = 0, ymin = 0,
+  parts[#parts + 1] = report.svg_chart { series = { fast_curve_chart(rows) }, step = true, xmin = 0, ymin = 0,
     xlabel = "speedup threshold p", ylabel = "share of tasks correct and > p" }
   parts[#parts + 1] = "<figcaption>fast_p curve (share of all tasks correct and faster than p × baseline)</figcaption></figure></div>"
   parts[#parts + 1] = "<h2>Per task</h2><p class=\"sub\">median run of " .. esc(fmt_count(res["repeat"]))
@@ -873,27 +875,41 @@ local function bench_body(b, store)
   return table.concat(parts)
 end
 
-local function params_text(e)
-  local p = e.params or {}
-  local bits = {}
-  for _, k in ipairs({ "strategy", "task", "suite", "model", "seed" }) do
-    if p[k] ~= nil then bits[#bits + 1] = k .. "=" .. tostring(p[k]) end
+local function value_text(v)
+  if type(v) == "number" then return fmt_count(v) end
+  if type(v) == "table" then
+    local ok, j = pcall(page_json.encode, v)
+    return ok and j or "…"
   end
-  if type(p.set) == "table" then
-    local ks = {}
-    for k in pairs(p.set) do ks[#ks + 1] = k end
-    table.sort(ks)
-    for _, k in ipairs(ks) do bits[#bits + 1] = k .. "=" .. tostring(p.set[k]) end
+  return tostring(v)
+end
+
+local function base_name(x)
+  return x and (tostring(x):gsub("/+$", ""):match("([^/]+)$") or tostring(x)) or "–"
+end
+
+-- The parameter columns of a sweep table: strategy, target, seed, model if
+-- they vary, then one column per `set` key used by any entry.
+local function sweep_columns(entries)
+  local keys, seen = {}, {}
+  for _, e in ipairs(entries) do
+    for k in pairs((e.params or {}).set or {}) do
+      if not seen[k] then seen[k] = true; keys[#keys + 1] = k end
+    end
   end
-  return table.concat(bits, " ")
+  table.sort(keys)
+  return keys
 end
 
 local function sweep_body(sw, store)
   local res = sw.results
-  local parts = {
-    "<h2>Results</h2><table><tr><th>#</th><th>entry</th><th>kind</th><th>parameters</th><th>correct</th>",
-    "<th>best / geomean</th><th>geomean floored</th><th>fast_1</th><th>tokens</th><th>USD</th><th>wall</th></tr>",
-  }
+  local keys = sweep_columns(res.entries or {})
+  local head = { "<h2>Results</h2><table><tr><th>#</th><th class=\"l\">entry</th><th class=\"l\">kind</th>",
+    "<th class=\"l\">strategy</th><th class=\"l\">task / suite</th><th>seed</th>" }
+  for _, k in ipairs(keys) do head[#head + 1] = "<th>" .. esc(k) .. "</th>" end
+  head[#head + 1] = "<th>correct</th><th>best / geomean</th><th>geomean floored</th><th>fast_1</th>"
+    .. "<th>tokens</th><th>USD</th><th>wall</th></tr>"
+  local parts = { table.concat(head) }
   local bench_series, run_series = {}, {}
   for i, e in ipairs(res.entries or {}) do
     local label = e.label or (e.kind .. " " .. i)
@@ -913,14 +929,22 @@ local function sweep_body(sw, store)
     elseif e.error then
       correct = "error: " .. tostring(e.error)
     end
-    parts[#parts + 1] = string.format("<tr>" .. string.rep("<td>%s</td>", 11) .. "</tr>",
-      i, esc(label), esc(e.kind or "?"), esc(params_text(e)), esc(correct), g, gf, f1,
-      fmt_int((num(c.input_tokens) or 0) + (num(c.output_tokens) or 0)), fmt_usd(c.usd), fmt_s(c.wall_s))
+    local p = e.params or {}
+    local cells = { string.format('<tr><td>%d</td><td class="l">%s</td><td class="l">%s</td><td class="l">%s</td>'
+      .. '<td class="l">%s</td><td>%s</td>', i, esc(label), esc(e.kind or "?"), esc(p.strategy or "–"),
+      esc(base_name(p.task or p.suite)), esc(p.seed and value_text(p.seed) or "–")) }
+    for _, k in ipairs(keys) do
+      local v = (p.set or {})[k]
+      cells[#cells + 1] = "<td>" .. esc(v == nil and "–" or value_text(v)) .. "</td>"
+    end
+    cells[#cells + 1] = string.format("<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>",
+      esc(correct), g, gf, f1, fmt_int((num(c.input_tokens) or 0) + (num(c.output_tokens) or 0)), fmt_usd(c.usd), fmt_s(c.wall_s))
+    parts[#parts + 1] = table.concat(cells)
   end
   parts[#parts + 1] = "</table>"
   if #bench_series > 0 then
     parts[#parts + 1] = "<h2>fast_p curves</h2><div class=\"charts\"><figure>"
-      .. report.svg_chart { series = bench_series, xmin = 0, ymin = 0,
+      .. report.svg_chart { series = bench_series, xmin = 0, ymin = 0, step = true,
       xlabel = "speedup threshold p", ylabel = "share of tasks correct and > p" } .. "</figure></div>"
   end
   if #run_series > 0 then parts[#parts + 1] = "<h2>Progress of single runs</h2>" .. progress_charts(run_series) end

@@ -163,8 +163,9 @@ t.test("sweep page lists every entry with its parameters", function()
       aggregate = metrics.aggregate({ { correct = true, speedup = 2 } }), tasks = { { correct = true, speedup = 2 } } },
   } }))
   local html = report.html(assert(report.load(dir)))
-  t.contains(html, "width=2")
-  t.contains(html, "suite=cpu")
+  t.contains(html, "<th>width</th>")           -- one column per `set` key
+  t.contains(html, "<td>2</td>")
+  t.contains(html, '<td class="l">cpu</td>')    -- the suite by its name
   t.eq(count(html, '<svg class="tree"'), 1)
   t.contains(html, "fast_p curves")
 end)
