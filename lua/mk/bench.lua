@@ -372,7 +372,11 @@ function bench.format(results)
     fint(c.input_tokens), fint(c.output_tokens), c.usd or 0, fsec(c.llm_s), fsec(c.device_s), fsec(c.wall_s),
     tostring(results.runs_done or "all"))
   L[#L + 1] = string.format("median of %s repeats per task; fast_p = share of all tasks correct with speedup > p",
-    tostring(results["repeat"] or "?"))
+    tostring(math.tointeger(results["repeat"]) or results["repeat"] or "?"))
+  local rd, rt = tonumber(results.runs_done), tonumber(results.runs_total)
+  if rd and rt and rd < rt then
+    L[#L + 1] = string.format("INCOMPLETE: %d of %d runs done; tasks without a finished run count as failed", rd, rt)
+  end
   return table.concat(L, "\n") .. "\n"
 end
 

@@ -977,6 +977,10 @@ function report.html(data)
     local bits = { "bench, " .. #(r.tasks or {}) .. " tasks × " .. fmt_count(r["repeat"]) .. " repeats" }
     if r.model then bits[#bits + 1] = "model <b>" .. esc(r.model) .. "</b>" end
     if r.started then bits[#bits + 1] = "started " .. esc(r.started) end
+    if num(r.runs_done) and num(r.runs_total) and r.runs_done < r.runs_total then
+      bits[#bits + 1] = string.format("<b>incomplete: %s of %s runs done</b> (tasks without a finished run count as failed)",
+        fmt_count(r.runs_done), fmt_count(r.runs_total))
+    end
     return page(title, table.concat(bits, " · "), bench_body(data, store), store)
   elseif data.kind == "sweep" then
     local r = data.results
