@@ -767,6 +767,29 @@ local function page(title, sub, body, store)
   })
 end
 
+-- The n fastest correct nodes with the first line of their plan.
+local function top_nodes_table(nodes, n)
+  local list = {}
+  for _, x in ipairs(nodes) do
+    if node_speedup(x) and x.kind ~= "reference" and x.kind ~= "root" then list[#list + 1] = x end
+  end
+  table.sort(list, function(a, b) return node_speedup(a) > node_speedup(b) end)
+  if #list == 0 then return '<p class="sub">no correct kernel besides the reference</p>' end
+  local out = { '<table><tr><th>#</th><th class="l">node</th><th class="l">kind</th><th>speedup</th><th>latency</th>'
+    .. '<th>found at</th><th class="l">plan</th></tr>' }
+  for i = 1, math.min(n, #list) do
+    local x = list[i]
+    local plan = x.plan and (x.plan:match("[^\n]*%S[^\n]*") or "") or ""
+    if #plan > 110 then plan = plan:sub(1, 107) .. "..." end
+    out[#out + 1] = string.format('<tr><td>%d</td><td class="l">%s</td><td class="l">%s</td><td>%s</td><td>%s</td><td>%s</td>'
+      .. '<td class="l">%s</td></tr>', i, esc(x.id), esc(x.kind or "–"), fmt_x(node_speedup(x)),
+      num(x.metrics.latency_s) and string.format("%.4g ms", x.metrics.latency_s * 1e3) or "–",
+      x.t and fmt_s(x.t) or "–", esc(plan))
+  end
+  out[#out + 1] = "</table>"
+  return table.concat(out)
+end
+
 local function run_body(run, store, prefix)
   local s = run.summary or {}
   local cost = s.cost or {}
@@ -785,6 +808,7 @@ local function run_body(run, store, prefix)
     card(fmt_s(cost.wall_s), "wall time"),
     "</div>",
     "<h2>Search tree</h2>", STATUS_KEYS, tree_section(run, store, prefix or ""),
+    "<h2>Fastest correct kernels</h2>", top_nodes_table(run.nodes, 10),
     "<h2>Progress</h2>", progress_charts({ { name = s.task or run.run.task or "run", points = run.series } }),
     "<h2>Cost</h2>", cost_rows(cost),
   }

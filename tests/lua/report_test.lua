@@ -137,6 +137,7 @@ t.test("run page has one tree element per node, embeds data safely and loads not
   t.eq(html:find("@import", 1, true), nil)
   t.contains(html, "best correct speedup vs wall time")
   t.contains(html, "best correct speedup vs tokens")
+  t.contains(html, "<h2>Fastest correct kernels</h2><table>")
 end)
 
 t.test("bench page shows both geomeans, fast_p rows, one row per task and the median runs' trees", function()
