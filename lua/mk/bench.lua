@@ -116,7 +116,7 @@ end
 ---   suite (dir), strategy (name) — required
 ---   repeats (K, default 5; `opts["repeat"]` also accepted), out (dir)
 ---   set, seed (base seed, default 1; repeat k uses seed + k - 1), model,
----   llm_config, budget (per run), jobs: passed to every run
+---   llm_config, llm_cache (rw|ro|off), budget (per run), jobs: passed to every run
 ---   concurrency (runs at once, default 2)
 ---   runner = fn(run_opts) -> summary (default require("mk.runner").run)
 ---   resume = fn(run_dir) -> summary (default require("mk.runner").resume)
@@ -249,7 +249,7 @@ function bench.run(opts)
         local ro = {
           strategy = opts.strategy, task = t.dir, set = copy_opts(opts.set), seed = base_seed + k - 1,
           model = opts.model, llm_config = opts.llm_config, budget = opts.budget and copy_opts(opts.budget),
-          run_dir = dir, quiet = true, jobs = opts.jobs,
+          run_dir = dir, quiet = true, jobs = opts.jobs, llm_cache = opts.llm_cache,
         }
         ok, summary = pcall(runner, ro)
       end
