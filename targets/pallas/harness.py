@@ -1171,7 +1171,18 @@ def _trace_planes(jax, logdir):
     return planes
 
 
-def time_compiled(jax, compiled, args, module, warmup=3, iters=20, use_trace=True):
+def plan_iters(iters, min_time, max_iters, est_s):
+    """Timed calls: at least `iters`, more until about min_time seconds of
+    calls (estimated from one call), never more than max_iters."""
+    n = max(1, int(iters))
+    if min_time and est_s and est_s > 0:
+        n = max(n, int(math.ceil(min_time / est_s)))
+    if max_iters:
+        n = min(n, int(max_iters))
+    return n
+
+
+def time_compiled(jax, compiled, args, module, warmup=3, iters=20, use_trace=True, min_time=0.0, max_iters=1000):
     """Median on-device seconds of `compiled(*args)`, with the method used.
     Inputs are rotated between two copies when they are small enough, so a
     result left in a cache cannot flatter the timing."""
@@ -1182,9 +1193,12 @@ def time_compiled(jax, compiled, args, module, warmup=3, iters=20, use_trace=Tru
     if nbytes < (256 << 20):
         sets.append([jnp.array(x, copy=True) if hasattr(x, "shape") else x for x in args])
     out = None
-    for i in range(warmup):
+    for i in range(max(1, warmup)):
+        t0 = time.perf_counter()
         out = compiled(*sets[i % len(sets)])
         jax.block_until_ready(out)
+        est = time.perf_counter() - t0
+    iters = plan_iters(iters, min_time, max_iters, est)
     wall = []
     for i in range(iters):
         t0 = time.perf_counter()
@@ -1220,7 +1234,8 @@ def cmd_bench(a):
         return res
     dyn = [x for x in args]
     try:
-        t = time_compiled(jax, compiled, dyn, "jit_mk_candidate", a.warmup, a.iters, not a.no_trace)
+        t = time_compiled(jax, compiled, dyn, "jit_mk_candidate", a.warmup, a.iters, not a.no_trace,
+                          a.min_time, a.max_iters)
     except BaseException as e:  # noqa: BLE001
         return {"status": "crash", "phase": "bench", "message": error_text(e, a.candidate)}
     out = t.pop("last_output")
@@ -1282,7 +1297,8 @@ def cmd_profile(a):
     latency = a.latency_s
     t = {}
     if not latency:
-        t = time_compiled(jax, compiled, list(args), "jit_mk_candidate", a.warmup, a.iters, not a.no_trace)
+        t = time_compiled(jax, compiled, list(args), "jit_mk_candidate", a.warmup, a.iters, not a.no_trace,
+                          a.min_time, a.max_iters)
         latency = t["latency_s"]
         out = t.pop("last_output")
     else:
@@ -1313,7 +1329,8 @@ def cmd_baseline(a):
         compiled, times = lower_and_compile(jax, fn, args)
     except CandidateError as e:
         raise HarnessError("bad_task", "the reference does not compile: " + error_text(e.exc))
-    t = time_compiled(jax, compiled, args, "jit_mk_reference", a.warmup, a.iters, not a.no_trace)
+    t = time_compiled(jax, compiled, args, "jit_mk_reference", a.warmup, a.iters, not a.no_trace,
+                      a.min_time, a.max_iters)
     out = t.pop("last_output")
     cost = _cost(compiled)
     if hasattr(ref, "get_flops"):
@@ -1377,6 +1394,8 @@ def build_parser():
             s.add_argument("--warmup", type=int, default=3)
             s.add_argument("--iters", type=int, default=20)
             s.add_argument("--no-trace", action="store_true", help="wall time only")
+            s.add_argument("--min-time", type=float, default=0.0, help="seconds of timed calls to aim for")
+            s.add_argument("--max-iters", type=int, default=1000)
         return s
 
     add("load", cmd_load)
