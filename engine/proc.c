@@ -360,11 +360,28 @@ static double opt_number(lua_State *L, int t, const char *k, double dflt) {
 
 /* Child environment (a Lua table of strings at index `envt`, or none):
  * the engine's environment with env's entries set (false removes one);
- * clear_env = true starts from nothing. */
+ * clear_env = true starts from nothing. Everything lives in Lua memory
+ * (the "K=V" strings in an anchor table, the array in a userdata, both
+ * left on the stack), so an error raised later leaks nothing. */
 static char **build_env(lua_State *L, int envt, int clear, const char **path) {
-  size_t n = 0, cap = 64;
-  char **v = malloc(cap * sizeof *v);
-  if (!v) luaL_error(L, "proc.run: out of memory");
+  size_t cap = 1;
+  if (!clear)
+    for (char **e = environ; *e; e++) cap++;
+  if (envt) {
+    lua_pushnil(L);
+    while (lua_next(L, envt)) {
+      if (lua_type(L, -2) != LUA_TSTRING) luaL_error(L, "proc.run: env keys must be strings");
+      int ty = lua_type(L, -1);
+      if (ty != LUA_TSTRING && ty != LUA_TNUMBER && !(ty == LUA_TBOOLEAN && !lua_toboolean(L, -1)))
+        luaL_error(L, "proc.run: env values must be strings, numbers or false");
+      cap++;
+      lua_pop(L, 1);
+    }
+  }
+  lua_newtable(L); /* anchor for the strings */
+  int anchor = lua_gettop(L);
+  char **v = lua_newuserdatauv(L, cap * sizeof *v, 0);
+  size_t n = 0;
   if (!clear) {
     for (char **e = environ; *e; e++) {
       const char *eq = strchr(*e, '=');
@@ -375,26 +392,19 @@ static char **build_env(lua_State *L, int envt, int clear, const char **path) {
         lua_pop(L, 1);
         if (ty != LUA_TNIL) continue; /* overridden or removed */
       }
-      if (n + 2 > cap) v = realloc(v, (cap *= 2) * sizeof *v);
-      v[n++] = strdup(*e);
+      v[n++] = *e; /* environ outlives the spawn */
     }
   }
   if (envt) {
     lua_pushnil(L);
     while (lua_next(L, envt)) {
-      if (lua_type(L, -2) != LUA_TSTRING) luaL_error(L, "proc.run: env keys must be strings");
-      if (lua_type(L, -1) == LUA_TSTRING || lua_type(L, -1) == LUA_TNUMBER) {
-        const char *k = lua_tostring(L, -2);
-        lua_pushvalue(L, -1);
+      if (lua_type(L, -1) != LUA_TBOOLEAN) {
+        const char *key = lua_tostring(L, -2);
+        lua_pushvalue(L, -1); /* a copy: tostring may not convert the value lua_next sees */
         const char *val = lua_tostring(L, -1);
-        size_t len = strlen(k) + strlen(val) + 2;
-        char *s = malloc(len);
-        snprintf(s, len, "%s=%s", k, val);
+        v[n++] = (char *)lua_pushfstring(L, "%s=%s", key, val);
+        lua_rawseti(L, anchor, (lua_Integer)n);
         lua_pop(L, 1);
-        if (n + 2 > cap) v = realloc(v, (cap *= 2) * sizeof *v);
-        v[n++] = s;
-      } else if (!(lua_type(L, -1) == LUA_TBOOLEAN && !lua_toboolean(L, -1))) {
-        luaL_error(L, "proc.run: env values must be strings, numbers or false");
       }
       lua_pop(L, 1);
     }
@@ -404,12 +414,6 @@ static char **build_env(lua_State *L, int envt, int clear, const char **path) {
   for (size_t i = 0; i < n; i++)
     if (strncmp(v[i], "PATH=", 5) == 0) *path = v[i] + 5;
   return v;
-}
-
-static void free_strv(char **v) {
-  if (!v) return;
-  for (char **p = v; *p; p++) free(*p);
-  free(v);
 }
 
 /* proc.run{argv, cwd, env, clear_env, stdin, timeout, max_output, limits,
@@ -481,6 +485,7 @@ static int l_run(lua_State *L) {
   else if (ty != LUA_TNIL) return luaL_error(L, "proc.run: 'stdin' must be a string");
   double timeout = opt_number(L, 1, "timeout", 0);
   double max_output = opt_number(L, 1, "max_output", (double)DEFAULT_MAX_OUTPUT);
+  if (max_output > (double)((size_t)1 << 40)) max_output = (double)((size_t)1 << 40);
   long lim[4] = {0, 0, 0, 0};
   static const char *const lim_names[4] = {"mem_mb", "cpu_s", "nproc", "fsize_mb"};
   static const char *const lim_flags[4] = {"-m", "-c", "-n", "-f"};
@@ -508,14 +513,13 @@ static int l_run(lua_State *L) {
   char **env = build_env(L, envt, clear_env, &path);
   int r = resolve(prog, cwd, path);
   if (r < 0) {
-    free_strv(env);
     push_spawn_error(L, prog, strerror(-r));
     return 2;
   }
 
   /* wrapper argv: mk-exec [-m N]... -- argv... */
   size_t nargs = 1 + 8 + 2 + 1 + (size_t)wargc + 1;
-  char **args = calloc(nargs, sizeof *args);
+  char **args = lua_newuserdatauv(L, nargs * sizeof *args, 0);
   char limbuf[4][32];
   size_t k = 0;
   args[k++] = (char *)helper;
@@ -580,8 +584,6 @@ static int l_run(lua_State *L) {
   o->proc.data = o;
   o->t0 = uv_hrtime();
   r = uv_spawn(loop, &o->proc, &opts);
-  free(args);
-  free_strv(env);
   o->handles++; /* the process handle must be closed even if spawn failed */
   if (r < 0) {
     o->spawn_err = r;

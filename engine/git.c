@@ -1,0 +1,667 @@
+/* git.c: `mk.git`, the small slice of libgit2 the node graph needs: open or
+ * create a bare repository, write a commit from an in-memory file table with
+ * any number of parents, create/move/list refs, read files at a commit, and
+ * diff two commits (patch text and stat). Everything is synchronous: these
+ * are local operations on loose objects that take microseconds to a
+ * millisecond, far below what an op/yield round trip would be worth.
+ *
+ * Errors: argument mistakes raise; libgit2 failures return nil, {kind,
+ * message} where message is libgit2's own text. libgit2 keeps its last error
+ * per thread, so it is read right after the failing call, on the same
+ * thread. */
+#include "mk.h"
+
+#include <git2.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define REPO_MT "mk.git.repo"
+
+typedef struct {
+  git_repository *repo;
+} mk_git_repo;
+
+static pthread_once_t git_once = PTHREAD_ONCE_INIT;
+
+static void git_init_once(void) { git_libgit2_init(); }
+
+/* Map a libgit2 error code to an error kind strategy code can switch on. */
+static const char *kind_of(int code) {
+  switch (code) {
+    case GIT_ENOTFOUND: return "not_found";
+    case GIT_EEXISTS: return "exists";
+    case GIT_ELOCKED: return "locked";
+    case GIT_EINVALIDSPEC: return "invalid";
+    case GIT_EAMBIGUOUS: return "ambiguous";
+    default: return "git";
+  }
+}
+
+/* Push nil, {kind, message} with libgit2's message for the failed call. */
+static int push_git_error(lua_State *L, int code, const char *what) {
+  const git_error *e = git_error_last();
+  const char *msg = (e && e->message) ? e->message : "unknown libgit2 error";
+  return mk_push_error(L, kind_of(code), "%s: %s", what, msg);
+}
+
+static mk_git_repo *check_repo(lua_State *L, int idx) {
+  mk_git_repo *r = luaL_checkudata(L, idx, REPO_MT);
+  if (!r->repo) luaL_argerror(L, idx, "repository is closed");
+  return r;
+}
+
+static void push_oid(lua_State *L, const git_oid *oid) {
+  char hex[GIT_OID_HEXSZ + 1];
+  git_oid_tostr(hex, sizeof hex, oid);
+  lua_pushstring(L, hex);
+}
+
+static mk_git_repo *new_repo_udata(lua_State *L) {
+  mk_git_repo *r = lua_newuserdatauv(L, sizeof *r, 0);
+  r->repo = NULL;
+  luaL_setmetatable(L, REPO_MT);
+  return r;
+}
+
+static int mkdirs(const char *path) {
+  char buf[4096];
+  size_t n = strlen(path);
+  if (n >= sizeof buf) return -1;
+  memcpy(buf, path, n + 1);
+  for (char *p = buf + 1; *p; p++) {
+    if (*p == '/') {
+      *p = 0;
+      mkdir(buf, 0755);
+      *p = '/';
+    }
+  }
+  mkdir(buf, 0755);
+  return 0;
+}
+
+/* git.init(path) -> repo | nil, err: create (or reopen) a bare repository
+ * whose HEAD points at refs/heads/best. */
+static int l_init(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  mk_git_repo *r = new_repo_udata(L);
+  mkdirs(path);
+  git_repository_init_options opts;
+  git_repository_init_options_init(&opts, GIT_REPOSITORY_INIT_OPTIONS_VERSION);
+  opts.flags = GIT_REPOSITORY_INIT_BARE | GIT_REPOSITORY_INIT_MKPATH;
+  opts.initial_head = "best";
+  opts.description = "mkengine node graph: refs/nodes/<id> per node, refs/heads/best = fastest correct node\n";
+  int rc = git_repository_init_ext(&r->repo, path, &opts);
+  if (rc < 0) return push_git_error(L, rc, "cannot create repository");
+  return 1;
+}
+
+/* git.open(path) -> repo | nil, err: open an existing bare repository, never
+ * searching parent directories (a run directory must hold its own). */
+static int l_open(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  mk_git_repo *r = new_repo_udata(L);
+  int rc = git_repository_open_ext(&r->repo, path,
+                                   GIT_REPOSITORY_OPEN_NO_SEARCH | GIT_REPOSITORY_OPEN_BARE, NULL);
+  if (rc < 0) return push_git_error(L, rc, "cannot open repository");
+  return 1;
+}
+
+/* git.fsync(on): process-wide; when on, libgit2 fsyncs objects and refs so a
+ * commit survives power loss (a kill -9 needs no fsync). */
+static int l_fsync(lua_State *L) {
+  int on = lua_toboolean(L, 1);
+  git_libgit2_opts(GIT_OPT_ENABLE_FSYNC_GITDIR, on);
+  return 0;
+}
+
+static int l_version(lua_State *L) {
+  int major, minor, rev;
+  git_libgit2_version(&major, &minor, &rev);
+  lua_pushfstring(L, "%d.%d.%d", major, minor, rev);
+  return 1;
+}
+
+static int repo_close(lua_State *L) {
+  mk_git_repo *r = luaL_checkudata(L, 1, REPO_MT);
+  if (r->repo) {
+    git_repository_free(r->repo);
+    r->repo = NULL;
+  }
+  return 0;
+}
+
+static int repo_path(lua_State *L) {
+  mk_git_repo *r = check_repo(L, 1);
+  lua_pushstring(L, git_repository_path(r->repo));
+  return 1;
+}
+
+static int repo_tostring(lua_State *L) {
+  mk_git_repo *r = luaL_checkudata(L, 1, REPO_MT);
+  if (r->repo) lua_pushfstring(L, "mk.git.repo(%s)", git_repository_path(r->repo));
+  else lua_pushstring(L, "mk.git.repo(closed)");
+  return 1;
+}
+
+/* A path inside a tree: relative, no empty, "." or ".." components. */
+static int valid_path(const char *p) {
+  if (!*p || *p == '/') return 0;
+  const char *s = p;
+  while (*s) {
+    const char *e = strchr(s, '/');
+    size_t n = e ? (size_t)(e - s) : strlen(s);
+    if (n == 0 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.')) return 0;
+    if (n == 4 && memcmp(s, ".git", 4) == 0) return 0;
+    if (!e) break;
+    s = e + 1;
+  }
+  return 1;
+}
+
+/* Resolve a revision (hex oid, ref name, "best", "refs/nodes/n0001") to a
+ * commit. Returns 0 or a libgit2 error code. */
+static int lookup_commit(git_repository *repo, const char *spec, git_commit **out) {
+  git_object *obj = NULL;
+  int rc = git_revparse_single(&obj, repo, spec);
+  if (rc < 0) return rc;
+  rc = git_object_peel((git_object **)out, obj, GIT_OBJECT_COMMIT);
+  git_object_free(obj);
+  return rc;
+}
+
+/* repo:commit{files = {[path] = data}, parents = {rev...}, message = s,
+ *   ref = name?, time = unix_seconds?, author = name?, email = s?}
+ *   -> oid | nil, err
+ * Blobs and the tree are built from the table; the commit is written, then
+ * `ref` (if given) is created or moved to it. A caller who only sees the
+ * return value therefore never sees a node whose commit or ref is missing. */
+static int repo_commit(lua_State *L) {
+  mk_git_repo *r = check_repo(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  if (lua_getfield(L, 2, "files") != LUA_TTABLE) luaL_argerror(L, 2, "files must be a table {path = data}");
+  int files = lua_gettop(L);
+  lua_getfield(L, 2, "message");
+  const char *message = luaL_optstring(L, -1, "");
+  lua_getfield(L, 2, "ref");
+  const char *refname = luaL_optstring(L, -1, NULL);
+  lua_getfield(L, 2, "time");
+  lua_Integer when = luaL_optinteger(L, -1, (lua_Integer)time(NULL));
+  lua_getfield(L, 2, "author");
+  const char *author = luaL_optstring(L, -1, "mkengine");
+  lua_getfield(L, 2, "email");
+  const char *email = luaL_optstring(L, -1, "mkengine@localhost");
+  int parents_idx = 0;
+  if (lua_getfield(L, 2, "parents") != LUA_TNIL) {
+    luaL_argcheck(L, lua_istable(L, -1), 2, "parents must be a list of revisions");
+    parents_idx = lua_gettop(L);
+  }
+  /* validate everything before touching the repository */
+  lua_pushnil(L);
+  while (lua_next(L, files)) {
+    if (lua_type(L, -2) != LUA_TSTRING || !valid_path(lua_tostring(L, -2)))
+      luaL_argerror(L, 2, lua_pushfstring(L, "bad file path '%s'", lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2)));
+    if (lua_type(L, -1) != LUA_TSTRING)
+      luaL_argerror(L, 2, lua_pushfstring(L, "file '%s' must be a string", lua_tostring(L, -2)));
+    lua_pop(L, 1);
+  }
+  size_t nparents = parents_idx ? lua_rawlen(L, parents_idx) : 0;
+  for (size_t i = 1; i <= nparents; i++) {
+    if (lua_rawgeti(L, parents_idx, (lua_Integer)i) != LUA_TSTRING) luaL_argerror(L, 2, "parents must be strings");
+    lua_pop(L, 1);
+  }
+
+  git_repository *repo = r->repo;
+  git_index *index = NULL;
+  git_tree *tree = NULL;
+  git_signature *sig = NULL;
+  git_commit **parents = NULL;
+  git_oid tree_id, commit_id;
+  int rc = 0;
+  const char *what = "cannot write commit";
+
+  parents = calloc(nparents ? nparents : 1, sizeof *parents);
+  if (!parents) return luaL_error(L, "out of memory");
+  for (size_t i = 0; i < nparents; i++) {
+    lua_rawgeti(L, parents_idx, (lua_Integer)i + 1);
+    rc = lookup_commit(repo, lua_tostring(L, -1), &parents[i]);
+    lua_pop(L, 1);
+    if (rc < 0) {
+      what = "cannot find parent";
+      goto done;
+    }
+  }
+  rc = git_index_new(&index);
+  if (rc < 0) goto done;
+  lua_pushnil(L);
+  while (lua_next(L, files)) {
+    size_t len;
+    const char *data = lua_tolstring(L, -1, &len);
+    git_index_entry e;
+    memset(&e, 0, sizeof e);
+    e.mode = GIT_FILEMODE_BLOB;
+    e.path = lua_tostring(L, -2);
+    e.file_size = (uint32_t)len;
+    rc = git_blob_create_from_buffer(&e.id, repo, data, len);
+    if (rc >= 0) rc = git_index_add(index, &e);
+    lua_pop(L, 1);
+    if (rc < 0) {
+      lua_pop(L, 1);
+      what = "cannot write file";
+      goto done;
+    }
+  }
+  rc = git_index_write_tree_to(&tree_id, index, repo);
+  if (rc < 0) goto done;
+  rc = git_tree_lookup(&tree, repo, &tree_id);
+  if (rc < 0) goto done;
+  rc = git_signature_new(&sig, author, email, (git_time_t)when, 0);
+  if (rc < 0) goto done;
+  rc = git_commit_create(&commit_id, repo, NULL, sig, sig, NULL, message, tree, nparents,
+                         (const git_commit **)parents);
+  if (rc < 0) goto done;
+  if (refname) {
+    git_reference *ref = NULL;
+    rc = git_reference_create(&ref, repo, refname, &commit_id, 1, message);
+    git_reference_free(ref);
+    if (rc < 0) what = "cannot update ref";
+  }
+done:
+  for (size_t i = 0; i < nparents; i++) git_commit_free(parents[i]);
+  free(parents);
+  git_signature_free(sig);
+  git_tree_free(tree);
+  git_index_free(index);
+  if (rc < 0) return push_git_error(L, rc, what);
+  push_oid(L, &commit_id);
+  return 1;
+}
+
+/* repo:set_ref(name, rev [, log_message]) -> oid | nil, err (creates or moves). */
+static int repo_set_ref(lua_State *L) {
+  mk_git_repo *r = check_repo(L, 1);
+  const char *name = luaL_checkstring(L, 2);
+  const char *spec = luaL_checkstring(L, 3);
+  const char *msg = luaL_optstring(L, 4, NULL);
+  git_commit *c = NULL;
+  int rc = lookup_commit(r->repo, spec, &c);
+  if (rc < 0) return push_git_error(L, rc, "cannot find commit");
+  git_reference *ref = NULL;
+  rc = git_reference_create(&ref, r->repo, name, git_commit_id(c), 1, msg);
+  git_reference_free(ref);
+  if (rc < 0) {
+    git_commit_free(c);
+    return push_git_error(L, rc, "cannot update ref");
+  }
+  push_oid(L, git_commit_id(c));
+  git_commit_free(c);
+  return 1;
+}
+
+/* repo:delete_ref(name) -> true | nil, err */
+static int repo_delete_ref(lua_State *L) {
+  mk_git_repo *r = check_repo(L, 1);
+  const char *name = luaL_checkstring(L, 2);
+  git_reference *ref = NULL;
+  int rc = git_reference_lookup(&ref, r->repo, name);
+  if (rc >= 0) rc = git_reference_delete(ref);
+  git_reference_free(ref);
+  if (rc < 0) return push_git_error(L, rc, "cannot delete ref");
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* repo:ref(name) -> oid | nil (missing) | nil, err (broken) */
+static int repo_ref(lua_State *L) {
+  mk_git_repo *r = check_repo(L, 1);
+  const char *name = luaL_checkstring(L, 2);
+  git_oid oid;
+  int rc = git_reference_name_to_id(&oid, r->repo, name);
+  if (rc == GIT_ENOTFOUND) {
+    lua_pushnil(L);
+    return 1;
+  }
+  if (rc < 0) return push_git_error(L, rc, "cannot read ref");
+  push_oid(L, &oid);
+  return 1;
+}
+
+typedef struct {
+  char *name;
+  git_oid oid;
+  int has_oid;
+} ref_item;
+
+static int ref_item_cmp(const void *a, const void *b) {
+  return strcmp(((const ref_item *)a)->name, ((const ref_item *)b)->name);
+}
+
+/* repo:refs([glob]) -> { {name=, oid=}, ... } sorted by name. Symbolic refs
+ * are resolved; one that cannot be resolved is listed without oid. */
+static int repo_refs(lua_State *L) {
+  mk_git_repo *r = check_repo(L, 1);
+  const char *glob = luaL_optstring(L, 2, NULL);
+  git_reference_iterator *it = NULL;
+  int rc = glob ? git_reference_iterator_glob_new(&it, r->repo, glob)
+                : git_reference_iterator_new(&it, r->repo);
+  if (rc < 0) return push_git_error(L, rc, "cannot list refs");
+  size_t n = 0, cap = 64;
+  ref_item *items = malloc(cap * sizeof *items);
+  int oom = !items;
+  git_reference *ref;
+  while (!oom && (rc = git_reference_next(&ref, it)) == 0) {
+    if (n == cap) {
+      ref_item *grown = realloc(items, 2 * cap * sizeof *items);
+      if (!grown) {
+        git_reference_free(ref);
+        oom = 1;
+        break;
+      }
+      items = grown;
+      cap *= 2;
+    }
+    ref_item *e = &items[n];
+    e->name = strdup(git_reference_name(ref));
+    e->has_oid = 0;
+    git_reference *resolved = NULL;
+    if (git_reference_resolve(&resolved, ref) == 0) {
+      git_oid_cpy(&e->oid, git_reference_target(resolved));
+      e->has_oid = 1;
+    }
+    git_reference_free(resolved);
+    git_reference_free(ref);
+    if (e->name) n++;
+  }
+  git_reference_iterator_free(it);
+  int ok = !oom && rc == GIT_ITEROVER;
+  if (ok) {
+    qsort(items, n, sizeof *items, ref_item_cmp);
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+      lua_createtable(L, 0, 2);
+      lua_pushstring(L, items[i].name);
+      lua_setfield(L, -2, "name");
+      if (items[i].has_oid) {
+        push_oid(L, &items[i].oid);
+        lua_setfield(L, -2, "oid");
+      }
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+  }
+  for (size_t i = 0; i < n; i++) free(items[i].name);
+  free(items);
+  if (oom) return luaL_error(L, "out of memory");
+  if (!ok) return push_git_error(L, rc, "cannot list refs");
+  return 1;
+}
+
+/* repo:symref(name, target): point a symbolic ref (HEAD) at another ref. */
+static int repo_symref(lua_State *L) {
+  mk_git_repo *r = check_repo(L, 1);
+  const char *name = luaL_checkstring(L, 2);
+  const char *target = luaL_checkstring(L, 3);
+  git_reference *ref = NULL;
+  int rc = git_reference_symbolic_create(&ref, r->repo, name, target, 1, NULL);
+  git_reference_free(ref);
+  if (rc < 0) return push_git_error(L, rc, "cannot set symbolic ref");
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* repo:read(rev, path) -> data | nil, err (kind "not_found" if no such file) */
+static int repo_read(lua_State *L) {
+  mk_git_repo *r = check_repo(L, 1);
+  const char *spec = luaL_checkstring(L, 2);
+  const char *path = luaL_checkstring(L, 3);
+  git_commit *c = NULL;
+  git_tree *tree = NULL;
+  git_tree_entry *entry = NULL;
+  git_blob *blob = NULL;
+  const char *what = "cannot find commit";
+  int rc = lookup_commit(r->repo, spec, &c);
+  if (rc < 0) goto done;
+  what = "cannot read tree";
+  rc = git_commit_tree(&tree, c);
+  if (rc < 0) goto done;
+  what = "no such file";
+  rc = git_tree_entry_bypath(&entry, tree, path);
+  if (rc < 0) goto done;
+  if (git_tree_entry_type(entry) != GIT_OBJECT_BLOB) {
+    git_tree_entry_free(entry);
+    git_tree_free(tree);
+    git_commit_free(c);
+    return mk_push_error(L, "not_found", "no such file: '%s' is a directory", path);
+  }
+  what = "cannot read file";
+  rc = git_blob_lookup(&blob, r->repo, git_tree_entry_id(entry));
+  if (rc < 0) goto done;
+  lua_pushlstring(L, git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob));
+done:
+  git_blob_free(blob);
+  git_tree_entry_free(entry);
+  git_tree_free(tree);
+  git_commit_free(c);
+  if (rc < 0) return push_git_error(L, rc, what);
+  return 1;
+}
+
+static int ls_cb(const char *root, const git_tree_entry *entry, void *payload) {
+  lua_State *L = payload;
+  if (git_tree_entry_type(entry) != GIT_OBJECT_BLOB) return 0;
+  lua_pushfstring(L, "%s%s", root, git_tree_entry_name(entry));
+  lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+  return 0;
+}
+
+/* repo:ls(rev) -> { path, ... } every file of the commit's tree, sorted. */
+static int repo_ls(lua_State *L) {
+  mk_git_repo *r = check_repo(L, 1);
+  const char *spec = luaL_checkstring(L, 2);
+  git_commit *c = NULL;
+  git_tree *tree = NULL;
+  int rc = lookup_commit(r->repo, spec, &c);
+  if (rc < 0) return push_git_error(L, rc, "cannot find commit");
+  rc = git_commit_tree(&tree, c);
+  git_commit_free(c);
+  if (rc < 0) return push_git_error(L, rc, "cannot read tree");
+  lua_newtable(L);
+  rc = git_tree_walk(tree, GIT_TREEWALK_PRE, ls_cb, L);
+  git_tree_free(tree);
+  if (rc < 0) return push_git_error(L, rc, "cannot walk tree");
+  return 1;
+}
+
+/* repo:info(rev) -> {oid, tree, parents = {oid...}, message, time, author} */
+static int repo_info(lua_State *L) {
+  mk_git_repo *r = check_repo(L, 1);
+  const char *spec = luaL_checkstring(L, 2);
+  git_commit *c = NULL;
+  int rc = lookup_commit(r->repo, spec, &c);
+  if (rc < 0) return push_git_error(L, rc, "cannot find commit");
+  lua_createtable(L, 0, 6);
+  push_oid(L, git_commit_id(c));
+  lua_setfield(L, -2, "oid");
+  push_oid(L, git_commit_tree_id(c));
+  lua_setfield(L, -2, "tree");
+  unsigned n = git_commit_parentcount(c);
+  lua_createtable(L, (int)n, 0);
+  for (unsigned i = 0; i < n; i++) {
+    push_oid(L, git_commit_parent_id(c, i));
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "parents");
+  lua_pushstring(L, git_commit_message(c));
+  lua_setfield(L, -2, "message");
+  lua_pushinteger(L, (lua_Integer)git_commit_time(c));
+  lua_setfield(L, -2, "time");
+  lua_pushstring(L, git_commit_author(c)->name);
+  lua_setfield(L, -2, "author");
+  git_commit_free(c);
+  return 1;
+}
+
+/* repo:exists(oid) -> bool: the object is present in the object database. */
+static int repo_exists(lua_State *L) {
+  mk_git_repo *r = check_repo(L, 1);
+  const char *hex = luaL_checkstring(L, 2);
+  git_oid oid;
+  if (git_oid_fromstr(&oid, hex) < 0) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  git_odb *odb = NULL;
+  if (git_repository_odb(&odb, r->repo) < 0) return push_git_error(L, -1, "cannot open object database");
+  lua_pushboolean(L, git_odb_exists(odb, &oid));
+  git_odb_free(odb);
+  return 1;
+}
+
+/* repo:pack_refs(): move loose refs into packed-refs (fast listing of many
+ * nodes). */
+static int repo_pack_refs(lua_State *L) {
+  mk_git_repo *r = check_repo(L, 1);
+  git_refdb *db = NULL;
+  int rc = git_repository_refdb(&db, r->repo);
+  if (rc >= 0) rc = git_refdb_compress(db);
+  git_refdb_free(db);
+  if (rc < 0) return push_git_error(L, rc, "cannot pack refs");
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int buf_cb(const git_diff_delta *d, const git_diff_hunk *h, const git_diff_line *line, void *payload) {
+  (void)d;
+  (void)h;
+  luaL_Buffer *b = payload;
+  if (line->origin == GIT_DIFF_LINE_CONTEXT || line->origin == GIT_DIFF_LINE_ADDITION ||
+      line->origin == GIT_DIFF_LINE_DELETION)
+    luaL_addchar(b, line->origin);
+  luaL_addlstring(b, line->content, line->content_len);
+  return 0;
+}
+
+static const char *status_name(git_delta_t s) {
+  switch (s) {
+    case GIT_DELTA_ADDED: return "added";
+    case GIT_DELTA_DELETED: return "deleted";
+    case GIT_DELTA_MODIFIED: return "modified";
+    case GIT_DELTA_RENAMED: return "renamed";
+    default: return "changed";
+  }
+}
+
+/* repo:diff(a, b [, {context = 3}]) -> patch_text, stat
+ *   stat = {files = {{path, status, insertions, deletions}...}, changed,
+ *           insertions, deletions, text = "git diff --stat"-like summary} */
+static int repo_diff(lua_State *L) {
+  mk_git_repo *r = check_repo(L, 1);
+  const char *sa = luaL_checkstring(L, 2);
+  const char *sb = luaL_checkstring(L, 3);
+  int context = 3;
+  if (lua_istable(L, 4)) {
+    lua_getfield(L, 4, "context");
+    context = (int)luaL_optinteger(L, -1, 3);
+    lua_pop(L, 1);
+  }
+  git_commit *ca = NULL, *cb = NULL;
+  git_tree *ta = NULL, *tb = NULL;
+  git_diff *diff = NULL;
+  git_diff_stats *stats = NULL;
+  git_buf sbuf = {0};
+  const char *what = "cannot find commit";
+  int rc = lookup_commit(r->repo, sa, &ca);
+  if (rc >= 0) rc = lookup_commit(r->repo, sb, &cb);
+  if (rc < 0) goto fail;
+  what = "cannot read tree";
+  rc = git_commit_tree(&ta, ca);
+  if (rc >= 0) rc = git_commit_tree(&tb, cb);
+  if (rc < 0) goto fail;
+  git_diff_options opts;
+  git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
+  opts.context_lines = (uint32_t)(context < 0 ? 0 : context);
+  what = "cannot diff";
+  rc = git_diff_tree_to_tree(&diff, r->repo, ta, tb, &opts);
+  if (rc < 0) goto fail;
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  rc = git_diff_print(diff, GIT_DIFF_FORMAT_PATCH, buf_cb, &b);
+  if (rc < 0) goto fail;
+  luaL_pushresult(&b);
+  rc = git_diff_get_stats(&stats, diff);
+  if (rc < 0) goto fail;
+  lua_createtable(L, 0, 5);
+  size_t n = git_diff_num_deltas(diff);
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    git_patch *p = NULL;
+    size_t ctx = 0, adds = 0, dels = 0;
+    const git_diff_delta *d = git_diff_get_delta(diff, i);
+    if (git_patch_from_diff(&p, diff, i) == 0 && p) git_patch_line_stats(&ctx, &adds, &dels, p);
+    git_patch_free(p);
+    lua_createtable(L, 0, 4);
+    lua_pushstring(L, d->new_file.path ? d->new_file.path : d->old_file.path);
+    lua_setfield(L, -2, "path");
+    lua_pushstring(L, status_name(d->status));
+    lua_setfield(L, -2, "status");
+    lua_pushinteger(L, (lua_Integer)adds);
+    lua_setfield(L, -2, "insertions");
+    lua_pushinteger(L, (lua_Integer)dels);
+    lua_setfield(L, -2, "deletions");
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "files");
+  lua_pushinteger(L, (lua_Integer)git_diff_stats_files_changed(stats));
+  lua_setfield(L, -2, "changed");
+  lua_pushinteger(L, (lua_Integer)git_diff_stats_insertions(stats));
+  lua_setfield(L, -2, "insertions");
+  lua_pushinteger(L, (lua_Integer)git_diff_stats_deletions(stats));
+  lua_setfield(L, -2, "deletions");
+  rc = git_diff_stats_to_buf(&sbuf, stats, GIT_DIFF_STATS_FULL, 80);
+  if (rc < 0) goto fail;
+  lua_pushlstring(L, sbuf.ptr ? sbuf.ptr : "", sbuf.size);
+  lua_setfield(L, -2, "text");
+  git_buf_dispose(&sbuf);
+  git_diff_stats_free(stats);
+  git_diff_free(diff);
+  git_tree_free(ta);
+  git_tree_free(tb);
+  git_commit_free(ca);
+  git_commit_free(cb);
+  return 2;
+fail:
+  git_buf_dispose(&sbuf);
+  git_diff_stats_free(stats);
+  git_diff_free(diff);
+  git_tree_free(ta);
+  git_tree_free(tb);
+  git_commit_free(ca);
+  git_commit_free(cb);
+  return push_git_error(L, rc, what);
+}
+
+int luaopen_mk_git(lua_State *L) {
+  pthread_once(&git_once, git_init_once);
+  static const luaL_Reg repo_m[] = {
+      {"commit", repo_commit},       {"set_ref", repo_set_ref}, {"delete_ref", repo_delete_ref},
+      {"ref", repo_ref},             {"refs", repo_refs},       {"symref", repo_symref},
+      {"read", repo_read},           {"ls", repo_ls},           {"info", repo_info},
+      {"exists", repo_exists},       {"diff", repo_diff},       {"pack_refs", repo_pack_refs},
+      {"path", repo_path},           {"close", repo_close},     {NULL, NULL}};
+  if (luaL_newmetatable(L, REPO_MT)) {
+    luaL_newlib(L, repo_m);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, repo_close);
+    lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, repo_close);
+    lua_setfield(L, -2, "__close");
+    lua_pushcfunction(L, repo_tostring);
+    lua_setfield(L, -2, "__tostring");
+  }
+  lua_pop(L, 1);
+  static const luaL_Reg funcs[] = {
+      {"init", l_init}, {"open", l_open}, {"fsync", l_fsync}, {"version", l_version}, {NULL, NULL}};
+  luaL_newlib(L, funcs);
+  return 1;
+}

@@ -1,0 +1,47 @@
+--- mkengine resume RUN: continue a run that stopped (killed, crashed,
+--- interrupted). Nodes already committed are answered from the graph, never
+--- recomputed; the run then finishes as if it had not stopped.
+local cli = require "mk.cli"
+local fs = require "mk.fs"
+local rundir = require "mk.rundir"
+
+local M = {
+  summary = "continue a stopped run from its run directory",
+  usage = "usage: mkengine resume RUN",
+  help = [[
+RUN is a run directory made by 'mkengine run'. The strategy is re-run with
+the options stored in RUN/run.json; every step that was committed before the
+stop is read back from RUN/graph.git instead of being recomputed. Only one
+engine can work on a run: a second 'resume' of the same run exits with 2.]],
+}
+
+function M.run(args)
+  local _, pos = cli.parse(args, {}, M.usage)
+  if #pos ~= 1 then cli.usage_error("expected exactly one RUN directory", M.usage) end
+  local dir = pos[1]:gsub("/+$", "")
+  local _, err = rundir.validate(dir)
+  if not err then
+    -- probe the lock so a busy run is refused before anything starts
+    local lock, lerr = fs.lock(dir .. "/.lock")
+    if not lock then err = { message = dir .. " is in use by another engine (" .. lerr.message .. ")" } end
+    if lock then lock:unlock() end
+  end
+  if err then cli.input_error(err.message) end
+  local found = package.searchpath("mk.runner", package.path)
+  if not found then
+    io.stderr:write("mkengine resume: this build has no runner (lua/mk/runner.lua), so runs cannot be resumed yet\n")
+    return 1
+  end
+  local summary, rerr = require("mk.runner").resume(dir)
+  if not summary then
+    if type(rerr) == "table" and (rerr.kind == "locked" or rerr.kind == "not_a_run" or rerr.kind == "corrupt") then
+      cli.input_error(rerr.message)
+    end
+    error(type(rerr) == "table" and rerr.message or tostring(rerr), 0)
+  end
+  print(string.format("run %s: %s, %s nodes, best %s", dir, tostring(summary.status), tostring(summary.nodes),
+    type(summary.best) == "table" and tostring(summary.best.node) or "none"))
+  return summary.status == "failed" and 1 or 0
+end
+
+return M
