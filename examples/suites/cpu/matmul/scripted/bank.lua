@@ -19,7 +19,7 @@ remaining rows with a one-row version of the same loop. The signature order is
       text = [=[Minimal change with the largest effect: reorder the loops to i-p-j.
 Zero the row of c, then for each p broadcast a[i][p] and add a[i][p] * b[p][:] to
 it; both streams are unit stride so GCC vectorises the inner loop with restrict.]=],
-      kernels = { "mkn_order" },
+      kernels = { "a_colmajor" },
     },
     {
       id = "column_panels_omp",
@@ -42,7 +42,7 @@ column, c[:][j] += a[:][p] * b[p][j]. Each b element is read exactly once.]=],
     regblock4 = { file = "regblock4.c", expect = "fast" },
     regblock4_typo = { file = "regblock4_typo.c", expect = "compile_error", fix = "regblock4" },
     regblock4_notail = { file = "regblock4_notail.c", expect = "incorrect" },
-    mkn_order = { file = "mkn_order.c", expect = "incorrect" },
+    a_colmajor = { file = "a_colmajor.c", expect = "incorrect" },
     tiled_omp = { file = "tiled_omp.c", expect = "fast" },
     jpi_order = { file = "jpi_order.c", expect = "slow" },
   },
