@@ -68,10 +68,10 @@ function M.unmet(expect, r)
   if r.status ~= "ok" or not r.correct then
     return string.format("status %s (%s)", r.status, r.message or "")
   end
-  if expect == "fast" and not (r.speedup > 1.0) then
+  if expect == "fast" and (r.speedup ~= r.speedup or r.speedup <= 1.0) then
     return string.format("speedup %.2f, expected > 1", r.speedup), "timing"
   end
-  if expect == "slow" and not (r.speedup < 1.0) then
+  if expect == "slow" and (r.speedup ~= r.speedup or r.speedup >= 1.0) then
     return string.format("speedup %.2f, expected < 1", r.speedup), "timing"
   end
   return nil
