@@ -19,8 +19,9 @@ scaling, not folded into the accumulator before it.]=],
 KB rows of b (KB x n floats, 64 x 384 x 4 B = 96 KiB) so the panel stays in L2
 while every output row accumulates against it, instead of streaming all of b
 (384 KiB) once per output row. Split the rows across OpenMP threads inside one
-parallel region (zero, panels, epilogue as `omp for` loops), and tune the panel
-height with `// mk:tune KB 32 64 128 256`.]=],
+parallel region (zero, panels, epilogue as `omp for schedule(static) nowait`
+loops: each thread keeps the same rows, so no loop needs a barrier), and tune
+the panel height with `// mk:tune KB 32 64 128 256`.]=],
       kernels = { "blocked_omp" },
     },
     {
