@@ -3,6 +3,7 @@ return {
   plans = {
     {
       id = "transpose_w_ikj",
+      title = "Transpose W once, i-p-j order",
       text = [=[The weight is stored as nn.Linear does, w[n][k], so the reference
 computes each output as a k-long dot product with one serial float accumulator:
 512 dependent FMAs per output and no vectorisation (GCC will not reassociate
@@ -16,6 +17,7 @@ more than the 1e-4 tolerance.]=],
     },
     {
       id = "row_blocks_omp",
+      title = "Row blocks over OpenMP",
       text = [=[With the transposed weight, every output row streams all of wt
 (0.75 MiB, larger than L2). Compute MB output rows together: for each p, load
 the wt row once and apply it to the MB rows, so weight traffic drops by MB while
@@ -27,6 +29,7 @@ multiple of MB).]=],
     },
     {
       id = "k_major_weights",
+      title = "k-major weight layout",
       text = [=[Store the weights k-major (wt[k][n]), the layout BLAS-style GEMMs
 use, by transposing once at the start; keep the straightforward loop that
 computes one output at a time with bias, accumulation and GELU fused.]=],
