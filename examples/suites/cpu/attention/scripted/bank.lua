@@ -33,10 +33,12 @@ reuse K^T more.]=],
       title = "Single-pass online softmax",
       text = [=[Remove the score buffer and the separate max/exp/sum passes with a
 single-pass online softmax (FlashAttention's recurrence): keep the running max m
-and normaliser l per query; for each key compute s, m' = max(m, s),
-c = exp(m - m'), p = exp(s - m'), then l = l*c + p and o = o*c + p*v_j with the
-dim loop innermost and contiguous. Finish with o /= l. The V access becomes
-row-wise instead of column-wise, which is where the reference loses most.]=],
+and normaliser l per query; for each key compute s = q.k * scale (an
+`omp simd` reduction over dim); when s > m, multiply both l and the output
+accumulator o by exp(m - s) and set m = s; then p = exp(s - m), l += p and
+o += p * v_j with the dim loop innermost and contiguous. Finish with o /= l. The
+V access becomes row-wise instead of column-wise, which is where the reference
+loses most, and most keys cost one exp.]=],
       kernels = { "online", "online_norescale" },
     },
     {
