@@ -29,8 +29,9 @@ a multiple of MB (m = 37, 70, 1 in the tests): clamp its end to m. Tune with
       title = "Pairwise summation",
       text = [=[Keep the reference's one-output-at-a-time structure but reduce the
 k products of each output by pairwise (cascade) summation: gather them into a
-buffer and add adjacent pairs until one value is left, so the rounding error
-grows with log2(k) instead of k and stays far inside the tolerance in float.]=],
+buffer and sum it by recursive halving (sum of the left half plus sum of the
+right half), so the rounding error grows with log2(k) instead of k and stays
+far inside the tolerance in float.]=],
       kernels = { "pairwise" },
     },
   },
