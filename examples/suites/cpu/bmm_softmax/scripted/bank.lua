@@ -24,12 +24,12 @@ one `#pragma omp parallel for` loop. Tune with `// mk:tune PU 1 2 4 8`.]=],
       kernels = { "unroll_omp", "unroll_tail" },
     },
     {
-      id = "double_softmax",
-      title = "Softmax entirely in double",
-      text = [=[Make the softmax as exact as possible: keep max and sum in double
-and recompute exp() in double precision in the normalisation pass instead of
-storing single-precision exponentials, so nothing is rounded before the
-division. Keep the product loop of the reference.]=],
+      id = "extended_softmax",
+      title = "Softmax in extended precision",
+      text = [=[Make the softmax as exact as possible: keep max and sum in long
+double (x87 extended precision) and recompute expl() in the normalisation pass
+instead of storing single-precision exponentials, so nothing is rounded before
+the division. Keep the product loop of the reference.]=],
       kernels = { "exact_softmax" },
     },
   },
