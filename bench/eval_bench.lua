@@ -45,8 +45,9 @@ for i = 1, repeats do
   local r = c.bench(ev.task, build, { tests_dir = ev.tests_dir, min_time = 0.5, threads = threads })
   assert(r.status == "ok", r.message)
   meds[i], mins[i], p10s[i] = r.latency_s, r.min_s, r.p10_s
-  print(string.format("  run %2d: median %.4f ms, p10 %.4f ms, min %.4f ms, spread (p90-p10)/median %.0f%%, %d reps",
-    i, r.latency_s * 1e3, r.p10_s * 1e3, r.min_s * 1e3, 100 * r.spread, r.reps))
+  print(string.format("  run %2d: median %.4f ms (all calls %.4f), p10 %.4f, min %.4f, spread %.0f%%, %d reps, "
+    .. "%d undisturbed", i, r.latency_s * 1e3, r.median_all_s * 1e3, r.p10_s * 1e3, r.min_s * 1e3, 100 * r.spread,
+    r.reps, r.undisturbed))
 end
 local function stability(name, xs)
   table.sort(xs)
