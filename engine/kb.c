@@ -119,11 +119,41 @@ static int is_stopword(const char *w, size_t n) {
 
 typedef void (*kb_emit_fn)(void *ud, const char *tok, size_t len);
 
-/* Lower-case; on purely alphabetic words fold US and UK spellings together
- * (-ize/-yze/-our as -ise/-yse/-or: "vectorize" and "vectorise" become one
- * term) and fold a plural ("shapes" -> "shape", "entries" -> "entry");
- * drop stop words; emit. Query and corpus go through the same folding, so
- * an odd-looking term ("sise") is harmless. */
+static int is_vowel(char c) { return c == 'a' || c == 'e' || c == 'i' || c == 'o' || c == 'u' || c == 'y'; }
+
+/* A light suffix stemmer for purely alphabetic words, enough to make
+ * "buffering", "buffered" and "buffers" meet "buffer" and "estimating"
+ * meet "estimate" without a full Porter stemmer: US/UK spelling (-ize,
+ * -yze, -our), plurals (-s, -ies), -ing and -ed (keeping stems of at least
+ * four letters that contain a vowel, undoubling "padd" -> "pad"), then a
+ * final -e. Query and corpus share it, so odd stems ("estimat") are fine.
+ * Returns the new length. */
+static size_t stem(char *w, size_t n) {
+  if (n <= 3) return n;
+  for (size_t i = 1; i + 1 < n; i++)
+    if (w[i] == 'z' && (w[i - 1] == 'i' || w[i - 1] == 'y') && (w[i + 1] == 'e' || w[i + 1] == 'i' || w[i + 1] == 'a'))
+      w[i] = 's';
+  if (n > 4 && w[n - 3] == 'o' && w[n - 2] == 'u' && w[n - 1] == 'r') { w[n - 2] = 'r'; n -= 1; }
+  if (w[n - 1] == 's') {
+    if (n > 4 && w[n - 3] == 'i' && w[n - 2] == 'e') { w[n - 3] = 'y'; n -= 2; }
+    else if (w[n - 2] != 's' && w[n - 2] != 'u' && w[n - 2] != 'i' && w[n - 2] != 'a') n -= 1;
+  }
+  size_t cut = 0;
+  if (n >= 7 && memcmp(w + n - 3, "ing", 3) == 0) cut = 3;
+  else if (n >= 6 && w[n - 2] == 'e' && w[n - 1] == 'd' && w[n - 3] != 'e') cut = 2;
+  if (cut) {
+    int vowel = 0;
+    for (size_t i = 0; i < n - cut; i++) vowel |= is_vowel(w[i]);
+    if (vowel) {
+      n -= cut;
+      if (w[n - 1] == w[n - 2] && !is_vowel(w[n - 1]) && w[n - 1] != 'l' && w[n - 1] != 's' && w[n - 1] != 'z') n -= 1;
+    }
+  }
+  if (n > 4 && w[n - 1] == 'e') n -= 1;
+  return n;
+}
+
+/* Lower-case, drop stop words, stem purely alphabetic words, emit. */
 static void emit_word(const char *s, size_t n, kb_emit_fn emit, void *ud) {
   char w[KB_MAX_TOKEN + 1];
   if (n == 0 || n > KB_MAX_TOKEN) return;
@@ -133,17 +163,8 @@ static void emit_word(const char *s, size_t n, kb_emit_fn emit, void *ud) {
     w[i] = (char)(is_upper(c) ? c + 32 : c);
     if (!is_lower((unsigned char)w[i])) alpha = 0;
   }
-  if (alpha && n > 3) {
-    for (size_t i = 1; i + 1 < n; i++)
-      if (w[i] == 'z' && (w[i - 1] == 'i' || w[i - 1] == 'y') && (w[i + 1] == 'e' || w[i + 1] == 'i' || w[i + 1] == 'a'))
-        w[i] = 's';
-    if (n > 4 && w[n - 3] == 'o' && w[n - 2] == 'u' && w[n - 1] == 'r') { w[n - 2] = 'r'; n -= 1; }
-  }
-  if (alpha && n > 3 && w[n - 1] == 's') {
-    if (n > 4 && w[n - 3] == 'i' && w[n - 2] == 'e') { w[n - 3] = 'y'; n -= 2; }
-    else if (w[n - 2] != 's' && w[n - 2] != 'u' && w[n - 2] != 'i' && w[n - 2] != 'a') n -= 1;
-  }
   if (is_stopword(w, n)) return;
+  if (alpha) n = stem(w, n);
   emit(ud, w, n);
 }
 
