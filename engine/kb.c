@@ -338,7 +338,40 @@ static void set_title(kb_chunker *c) {
   }
 }
 
-/* Split markdown text (already sanitized) into sections at ATX headings that
+/* A setext underline: up to 3 spaces, a run of '=' (level 1) or '-'
+ * (level 2), optional trailing blanks. Returns the level or 0. */
+static int setext_level(const char *s, size_t n) {
+  size_t i = 0;
+  while (i < n && i < 3 && s[i] == ' ') i++;
+  if (i >= n || (s[i] != '=' && s[i] != '-')) return 0;
+  char c = s[i];
+  while (i < n && s[i] == c) i++;
+  while (i < n && (s[i] == ' ' || s[i] == '\t')) i++;
+  return i == n ? (c == '=' ? 1 : 2) : 0;
+}
+
+/* Could this line be the text of a setext heading? A single line of plain
+ * paragraph text: not blank, not a list item, table row, quote, heading or
+ * indented code. */
+static int setext_text(const char *s, size_t n) {
+  if (is_blank_line(s, n) || (n > 0 && (s[0] == ' ' || s[0] == '\t'))) return 0;
+  unsigned char c = (unsigned char)s[0];
+  if (c == '|' || c == '>' || c == '#' || c == '<') return 0;
+  if ((c == '-' || c == '*' || c == '+') && (n == 1 || s[1] == ' ')) return 0;
+  size_t i = 0;
+  while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+  if (i > 0 && i < n && (s[i] == '.' || s[i] == ')')) return 0;
+  return 1;
+}
+
+static void open_heading(kb_chunker *c, int level, const char *t, size_t tn) {
+  for (int l = level; l <= 6; l++) { free(c->levels[l]); c->levels[l] = NULL; }
+  c->levels[level] = xstrndup(t, tn);
+  set_title(c);
+}
+
+/* Split markdown text (already sanitized) into sections at ATX headings
+ * and setext headings (a paragraph line underlined with === or ---) that
  * are not inside code fences. Text before the first heading has title "". */
 static void chunk_markdown(const char *s, size_t n, size_t max_chunk, kb_chunk_fn fn, void *ud) {
   kb_chunker c = { .max_chunk = max_chunk ? max_chunk : KB_DEFAULT_CHUNK, .fn = fn, .ud = ud };
@@ -348,26 +381,47 @@ static void chunk_markdown(const char *s, size_t n, size_t max_chunk, kb_chunk_f
   int in_fence = 0;
   char fch = 0;
   size_t flen = 0;
+  /* the previous line, when it may carry a setext heading's text: it must
+   * follow a blank line (or a heading, or start the file) */
+  size_t prev = 0, prev_len = 0;
+  int prev_ok = 0, after_break = 1;
   while (i < n) {
     const char *e = memchr(s + i, '\n', n - i);
     size_t ln = e ? (size_t)(e - (s + i)) : n - i;
+    size_t next = i + ln + (e ? 1 : 0);
     char ch;
     size_t k;
     const char *t;
     size_t tn;
-    int level;
+    int level, cand = 0;
     if (fence_marker(s + i, ln, &ch, &k)) {
       if (!in_fence) { in_fence = 1; fch = ch; flen = k; }
       else if (ch == fch && k >= flen) in_fence = 0;
-    } else if (!in_fence && (level = heading_level(s + i, ln, &t, &tn)) > 0) {
+      after_break = 0;
+    } else if (in_fence) {
+      after_break = 0;
+    } else if ((level = heading_level(s + i, ln, &t, &tn)) > 0) {
       emit_section(&c, s + body, i - body, body_line);
-      for (int l = level; l <= 6; l++) { free(c.levels[l]); c.levels[l] = NULL; }
-      c.levels[level] = xstrndup(t, tn);
-      set_title(&c);
-      body = i + ln + (e ? 1 : 0);
+      open_heading(&c, level, t, tn);
+      body = next;
       body_line = line + 1;
+      after_break = 1;
+    } else if (prev_ok && (level = setext_level(s + i, ln)) > 0) {
+      emit_section(&c, s + body, prev - body, body_line);
+      size_t e2 = prev_len;
+      while (e2 > 0 && (s[prev + e2 - 1] == ' ' || s[prev + e2 - 1] == '\t')) e2--;
+      open_heading(&c, level, s + prev, e2);
+      body = next;
+      body_line = line + 1;
+      after_break = 1;
+    } else {
+      cand = after_break && setext_text(s + i, ln);
+      after_break = is_blank_line(s + i, ln);
     }
-    i += ln + (e ? 1 : 0);
+    prev_ok = cand;
+    prev = i;
+    prev_len = ln;
+    i = next;
     line++;
   }
   emit_section(&c, s + body, n - body, body_line);

@@ -93,6 +93,14 @@ int main(void) {
   run(L, "chunks/empty_heading_adds_no_title_part",
       "local c = kb.chunks('# A\\n#\\nx\\n# B\\n##\\ny\\n')\n"
       "eq(#c, 2) eq(c[1].title, '') eq(c[1].text, 'x') eq(c[2].title, 'B') eq(c[2].text, 'y')\n");
+  run(L, "chunks/setext_headings_but_not_rules_lists_or_paragraph_ends",
+      "local c = kb.chunks('Title\\n=====\\nintro\\n\\nPart two\\n--------\\nbody\\n\\n---\\n\\nafter rule\\n\\n- item\\n---\\n\\n"
+      "a long paragraph\\nwhose last line\\n---\\nend\\n```\\ncode\\n---\\n```\\n')\n"
+      "eq(#c, 2, 'chunks') eq(c[1].title, 'Title') eq(c[1].text, 'intro') eq(c[1].line, 3)\n"
+      "eq(c[2].title, 'Title > Part two')\n"
+      "assert(c[2].text:find('after rule', 1, true) and c[2].text:find('- item\\n---', 1, true))\n"
+      "assert(c[2].text:find('whose last line\\n---\\nend', 1, true), 'second line of a paragraph is not a heading')\n"
+      "assert(c[2].text:find('code\\n---', 1, true))\n");
   run(L, "chunks/hashtag_without_space_is_text",
       "local c = kb.chunks('#notaheading\\n####### seven\\ntext')\n"
       "eq(#c, 1) eq(c[1].title, '')\n");
@@ -137,9 +145,11 @@ int main(void) {
       "    words = words + select(2, x.text:gsub('word', ''))\n"
       "  end\n"
       "  local _, inmd = md:gsub('word', '')\n"
-      "  local inhead = 0\n"
-      "  for line in (md:gsub('\\r\\n', '\\n') .. '\\n'):gmatch('([^\\n]*)\\n') do\n"
-      "    if line:match('^ ? ? ?#') then inhead = inhead + select(2, line:gsub('word', '')) end\n"
+      "  local inhead, lines = 0, {}\n"
+      "  for line in (md:gsub('\\r\\n', '\\n') .. '\\n'):gmatch('([^\\n]*)\\n') do lines[#lines + 1] = line end\n"
+      "  for j, line in ipairs(lines) do\n"
+      "    local under = lines[j + 1] and (lines[j + 1]:match('^ ? ? ?=+[ \\t]*$') or lines[j + 1]:match('^ ? ? ?%-+[ \\t]*$'))\n"
+      "    if line:match('^ ? ? ?#') or under then inhead = inhead + select(2, line:gsub('word', '')) end\n"
       "  end\n"
       "  assert(words <= inmd and words >= inmd - inhead, string.format('round %d: %d words of %d', round, words, inmd))\n"
       "  assert(type(kb.tokens(md)) == 'table')\n"
