@@ -62,7 +62,7 @@ Evaluator.__index = Evaluator
 --- Create an evaluator for `task` (a table from mk.targets.load_task, or a
 --- task directory).
 ---@param task table|string
----@param opts table|nil {tests_dir, workdir, jobs=2, timeout, seed=0, threads, bench={min_time,warmup,min_reps,max_reps}, bench_sizes, tune_budget=8, tune_bench={...}}
+---@param opts table|nil see docs/api/eval.md (tests_dir, workdir, jobs, timeout, seed, threads, bench, ...)
 function M.new(task, opts)
   opts = opts or {}
   if type(task) == "string" then
@@ -98,7 +98,7 @@ function Evaluator:_exclusive(fn, ...) return with_exclusive(self.device, fn, ..
 function Evaluator:freeze()
   if self.frozen then return self.frozen end
   local r = self:_exclusive(self.target.freeze, self.task, self.tests_dir,
-    { threads = self.opts.threads, bench_sizes = self.opts.bench_sizes })
+    { threads = self.opts.threads, bench_sizes = self.opts.bench_sizes, llc_bytes = self.opts.llc_bytes })
   if r.status ~= "ok" then error(setmetatable({ kind = "freeze", message = r.message },
     { __tostring = function(e) return "freeze: " .. e.message end }), 0) end
   self.frozen = r
@@ -108,7 +108,8 @@ end
 function Evaluator:_bench_opts(extra)
   local b = self.opts.bench or {}
   local o = { tests_dir = self.tests_dir, threads = self.opts.threads, min_time = b.min_time, warmup = b.warmup,
-    min_reps = b.min_reps, max_reps = b.max_reps, timeout = self.opts.timeout and 2 * self.opts.timeout or nil }
+    min_reps = b.min_reps, max_reps = b.max_reps, timeout = self.opts.timeout and 2 * self.opts.timeout or nil,
+    mem_mb = self.opts.mem_mb }
   for k, v in pairs(extra or {}) do o[k] = v end
   return o
 end
@@ -154,7 +155,7 @@ end
 
 function Evaluator:_test(build, group)
   return self:_shared(self.target.test, self.task, build, self.tests_dir,
-    { group = group, timeout = self.opts.timeout, threads = self.opts.threads })
+    { group = group, timeout = self.opts.timeout, threads = self.opts.threads, mem_mb = self.opts.mem_mb })
 end
 
 -- Autotune configurations: the full grid when it fits the budget, else a
@@ -272,7 +273,7 @@ function Evaluator:evaluate(files, opts)
     if best then build = best end
   end
 
-  local br = self:_exclusive(self.target.bench, self.task, build, self:_bench_opts())
+  local br = self:_exclusive(self.target.bench, self.task, build, self:_bench_opts { counters = opts.profile })
   device_s = device_s + (br.wall_s or 0)
   if br.status ~= "ok" then
     return finish(fail(br.status, br.message, { tune = tune }))
@@ -291,7 +292,7 @@ function Evaluator:evaluate(files, opts)
   end
   if opts.profile then
     local pr = self:_exclusive(self.target.profile, self.task, build,
-      { tests_dir = self.tests_dir, latency_s = br.latency_s, threads = self.opts.threads })
+      { tests_dir = self.tests_dir, latency_s = br.latency_s, threads = self.opts.threads, bench = br })
     device_s = device_s + (pr.wall_s or 0)
     r.profile = pr.status == "ok" and pr or { text = "profile failed: " .. pr.message, status = pr.status }
   end

@@ -30,9 +30,9 @@ local function exists_exe(p) return p and fs.exists(p) end
 
 -- The runner and checker are built by CMake (build tree) or installed next
 -- to the Lua files (share/mkengine/targets/c/bin).
-local bins
+local found_bins
 function M.binaries()
-  if bins then return bins end
+  if found_bins then return found_bins end
   local home = require("mk.home")
   local dirs = {}
   if os.getenv("MKC_BIN_DIR") then dirs[#dirs + 1] = os.getenv("MKC_BIN_DIR") end
@@ -41,8 +41,8 @@ function M.binaries()
   dirs[#dirs + 1] = home.path("targets/c/bin")
   for _, d in ipairs(dirs) do
     if exists_exe(d .. "/mkc-run") and exists_exe(d .. "/mkc-check") then
-      bins = { run = fs.realpath(d .. "/mkc-run"), check = fs.realpath(d .. "/mkc-check") }
-      return bins
+      found_bins = { run = fs.realpath(d .. "/mkc-run"), check = fs.realpath(d .. "/mkc-check") }
+      return found_bins
     end
   end
   error("mk.targets.c: mkc-run/mkc-check not found (looked in " .. table.concat(dirs, ", ")
@@ -360,7 +360,7 @@ local function classify(r, nonce_hex, timeout, limits)
   return nil, j
 end
 
-local function runner_limits(task, bytes)
+local function runner_limits(bytes)
   local mb = math.ceil((bytes or 0) / 1048576)
   return { mem_mb = 2048 + 4 * mb, fsize_mb = 256 + 2 * mb }
 end
@@ -528,7 +528,31 @@ function M.compile(task, files, workdir, opts)
     return result("compile_error", "compilation failed:\n" .. base.log, base)
   end
   base.so = workdir .. "/kernel.so"
+  if not opts.trusted then
+    local why = M.load_time_code(base.so)
+    if why then return result("rejected", "the kernel " .. why, base) end
+  end
   return result("ok", "", base)
+end
+
+--- Code that would run when the shared object is loaded, before the
+--- runner's strictest filter: constructors/destructors beyond the
+--- compiler's own single entry, or IFUNC resolvers. Returns a reason or nil.
+function M.load_time_code(so)
+  local r = proc.run { argv = { "readelf", "-SW", "--dyn-syms", so }, timeout = 30, max_output = 4 << 20 }
+  if not r or r.status ~= "exited" or r.code ~= 0 then return nil end -- no binutils: the screen still applies
+  for _, sec in ipairs { "init_array", "fini_array", "ctors", "dtors", "preinit_array" } do
+    local size = r.stdout:match("%s%." .. sec .. "%s+%S+%s+%x+%s+%x+%s+(%x+)")
+    if size and tonumber(size, 16) > 8 then
+      return "defines code that runs when it is loaded (." .. sec .. "): only the entry may run"
+    end
+  end
+  for line in r.stdout:gmatch("[^\n]+") do
+    if line:find("%sIFUNC%s") and not line:find("%sUND%s") then
+      return "defines an IFUNC resolver (code that runs when it is loaded): only the entry may run"
+    end
+  end
+  return nil
 end
 
 -- ------------------------------------------------------------------ freeze
@@ -553,9 +577,17 @@ local function sha256_of(path)
   return r and r.status == "exited" and r.code == 0 and (r.stdout or ""):match("^(%x+)")
 end
 
+-- What the frozen suite depends on: the reference, the signature and the
+-- case list (a runner may add test shapes after loading the task).
 local function task_fingerprint(task)
-  local src = fs.read(task.dir .. "/task.lua") or ""
-  return string.format("%s:%d:%d", task.name, #src, #task.reference) .. ":" .. M.signature(task)
+  local ids = {}
+  for _, g in ipairs { "search", "heldout" } do
+    for _, c in ipairs(case_list(task, g)) do ids[#ids + 1] = c.id end
+  end
+  local h = 0
+  local s = task.reference .. "\0" .. M.signature(task) .. "\0" .. table.concat(ids, ",")
+  for i = 1, #s do h = (h * 31 + s:byte(i)) % 4294967291 end
+  return string.format("%s:%d:%08x", task.name, #ids, h)
 end
 
 --- Freeze the test suite of `task` into tests_dir (idempotent).
@@ -586,10 +618,14 @@ function M.freeze(task, tests_dir, opts)
     if a.shape and not dims_of(a, bench_sizes) then return result("error", "opts.bench_sizes lacks a size symbol") end
   end
   local per_set = set_bytes(task, bench_sizes)
-  local llc = llc_bytes()
-  local sets = math.max(2, math.min(4, math.ceil(2 * llc / math.max(per_set, 1))))
+  -- enough rotating input sets to cover twice the last-level cache, so a
+  -- timed call rarely finds its inputs cached; at most 16 (each costs a
+  -- reference run at freeze time and a first call per benchmark), the
+  -- shortfall flushed from the cache between calls
+  local llc = opts.llc_bytes or llc_bytes()
+  local sets = math.max(2, math.min(16, math.ceil(2 * llc / math.max(per_set, 1))))
   meta = { task = task_fingerprint(task), sets = sets, per_set_bytes = per_set,
-    flush_bytes = (sets * per_set < 2 * llc) and 2 * llc or 0, llc_bytes = llc, bench_sizes = bench_sizes }
+    flush_bytes = math.max(0, 2 * llc - sets * per_set), llc_bytes = llc, bench_sizes = bench_sizes }
   local all = {}
   for _, g in ipairs { "search", "heldout", "bench" } do
     for _, c in ipairs(case_list(task, g, meta)) do all[#all + 1] = c end
@@ -605,7 +641,7 @@ function M.freeze(task, tests_dir, opts)
   local n = stdin:match("nonce (%x+)")
   local r, err = run_sandboxed({ bins.run }, { workdir = bdir, stdin = stdin, rw = { tests_dir },
     ro = { path_dir(bins.run) }, timeout = opts.timeout or 600, threads = opts.threads,
-    limits = runner_limits(task, per_set * sets) })
+    limits = runner_limits(per_set * sets) })
   if not r then return result("error", "cannot run the reference: " .. tostring(err and err.message)) end
   local st, j = classify(r, n, opts.timeout or 600)
   if st then return result("error", "the reference failed while freezing the tests: " .. st.message) end
@@ -653,7 +689,8 @@ end
 local function run_runner(task, build, tests_dir, plan_body, nonce_hex, opts, bytes)
   local bins = M.binaries()
   local timeout = opts.timeout or task.timeout
-  local limits = runner_limits(task, bytes)
+  local limits = runner_limits(bytes)
+  if opts.mem_mb then limits.mem_mb = math.max(opts.mem_mb, 256 + 2 * math.ceil(bytes / 1048576)) end
   local r, err = run_sandboxed({ bins.run }, { workdir = build.workdir, stdin = plan_body,
     ro = { path_dir(bins.run), tests_dir .. "/inputs" }, timeout = timeout, threads = opts.threads, limits = limits })
   if not r then return result("error", "cannot run the runner: " .. tostring(err and err.message)) end
@@ -697,11 +734,11 @@ function M.test(task, build, tests_dir, opts)
   fs.remove(blob)
   if not cr then return result("error", cerr, { correct = false }) end
   if not cr.ok then return result("error", "check failed: " .. tostring(cr.error), { correct = false }) end
-  local msgs, bad = {}, 0
+  local msgs, nbad = {}, 0
   for _, x in ipairs(cr.results) do
     case_res[#case_res + 1] = { id = x.case, name = x.name, ok = x.ok, message = x.message }
     if not x.ok then
-      bad = bad + 1
+      nbad = nbad + 1
       if x.tampered then
         return result("rejected", x.message, { correct = false, cases = case_res })
       end
@@ -709,8 +746,8 @@ function M.test(task, build, tests_dir, opts)
     end
   end
   local wall = require("mk.task").now() - t0
-  if bad > 0 then
-    local m = string.format("%d of %d checked outputs are wrong%s:\n%s", bad, #cr.results,
+  if nbad > 0 then
+    local m = string.format("%d of %d checked outputs are wrong%s:\n%s", nbad, #cr.results,
       group == "heldout" and " on held-out inputs (seeds never used during search)" or "", table.concat(msgs, "\n"))
     return result("incorrect", m, { correct = false, cases = case_res, wall_s = wall })
   end
@@ -742,7 +779,7 @@ function M.bench(task, build, opts)
   local bytes = meta.per_set_bytes * (meta.sets + 1) + meta.flush_bytes
   local timeout = opts.timeout or 2 * task.timeout
   local st, j = run_runner(task, build, tests_dir, table.concat(plan, "\n") .. "\n", n,
-    { timeout = timeout, threads = opts.threads }, bytes)
+    { timeout = timeout, threads = opts.threads, mem_mb = opts.mem_mb }, bytes)
   if st then fs.remove(blob); st.correct = false; return st end
   local wall = require("mk.task").now() - t0
   local base = { wall_s = wall, reps = math.tointeger(j.reps), sets = math.tointeger(j.sets), times = j.times,
@@ -834,13 +871,18 @@ function M.profile(task, build, opts)
   opts = opts or {}
   local peaks, perr = M.peaks { threads = opts.threads }
   local latency = opts.latency_s
-  local b = M.bench(task, build, { tests_dir = opts.tests_dir, min_time = opts.min_time or 0.2, min_reps = 3,
-    max_reps = 50, warmup = 1, counters = true, threads = opts.threads, timeout = opts.timeout })
-  if b.status ~= "ok" then return b end
+  -- a bench result that already has counters (evaluate asks for them) saves a run
+  local b = opts.bench
+  if not (b and b.status == "ok" and (b.counters or b.counters_error)) then
+    b = M.bench(task, build, { tests_dir = opts.tests_dir, min_time = opts.min_time or 0.2, min_reps = 3,
+      max_reps = 50, warmup = 1, counters = true, threads = opts.threads, timeout = opts.timeout })
+    if b.status ~= "ok" then return b end
+  end
   latency = latency or b.latency_s
   local sizes = read_meta(fs.realpath(opts.tests_dir) or opts.tests_dir).bench_sizes
   local flops, bytes = formula(task.flops_spec, sizes), formula(task.bytes_spec, sizes)
-  local r = result("ok", "", { latency_s = latency, flops = flops, bytes = bytes, wall_s = b.wall_s, sizes = sizes })
+  local r = result("ok", "", { latency_s = latency, flops = flops, bytes = bytes, sizes = sizes,
+    wall_s = b == opts.bench and 0 or b.wall_s })
   local lines = { string.format("%s at %s: %s per call (median).", task.name, size_label(task, sizes), fmt_s(latency)) }
   if flops then r.gflops = flops / latency * 1e-9 end
   if bytes then r.gbps = bytes / latency * 1e-9 end
