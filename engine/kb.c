@@ -432,7 +432,7 @@ static void chunk_markdown(const char *s, size_t n, size_t max_chunk, kb_chunk_f
 /* ---- the index ------------------------------------------------------------- */
 
 typedef struct { uint32_t chunk, tf; } kb_posting;
-typedef struct { char *s; uint32_t len, hash; kb_posting *p; uint32_t n, cap; } kb_term;
+typedef struct { uint32_t off, len, hash; uint32_t n, cap; kb_posting *p; } kb_term; /* off: into the arena */
 typedef struct { uint32_t file; char *title, *text; size_t text_len; unsigned line; uint32_t ntok; } kb_chunk;
 /* A hash slot keeps the hash beside the term id so probes do not touch the
  * term array (the index build is dominated by these lookups). */
@@ -442,6 +442,7 @@ typedef struct { char *path, *name; int64_t mtime_ns, size; uint32_t dir; } kb_f
 typedef struct {
   kb_term *terms;
   uint32_t nterms, capterms;
+  kb_buf arena; /* every term's bytes, back to back: lookups stay cache-friendly */
   kb_slot *slots; /* open addressing; id 0 = empty */
   uint32_t nslots;
   kb_chunk *chunks;
@@ -493,7 +494,7 @@ static uint32_t term_id(kb_index *ix, const char *s, size_t n, int create) {
     while (ix->slots[j].id) {
       if (ix->slots[j].hash == h) {
         kb_term *t = &ix->terms[ix->slots[j].id - 1];
-        if (t->len == n && memcmp(t->s, s, n) == 0) return ix->slots[j].id - 1;
+        if (t->len == n && memcmp(ix->arena.p + t->off, s, n) == 0) return ix->slots[j].id - 1;
       }
       j = (j + 1) & (ix->nslots - 1);
     }
@@ -504,7 +505,8 @@ static uint32_t term_id(kb_index *ix, const char *s, size_t n, int create) {
     ix->terms = xrealloc(ix->terms, ix->capterms * sizeof *ix->terms);
   }
   uint32_t id = ix->nterms++;
-  ix->terms[id] = (kb_term){ .s = xstrndup(s, n), .len = (uint32_t)n, .hash = h };
+  ix->terms[id] = (kb_term){ .off = (uint32_t)ix->arena.n, .len = (uint32_t)n, .hash = h };
+  buf_add(&ix->arena, s, n);
   if ((uint64_t)ix->nterms * 2 > ix->nslots) rehash(ix, ix->nslots ? ix->nslots * 2 : 2048);
   else {
     uint32_t j = h & (ix->nslots - 1);
@@ -695,7 +697,8 @@ static kb_index *check_index(lua_State *L) {
 static void index_release(kb_index *ix) {
   if (ix->closed) return;
   ix->closed = 1;
-  for (uint32_t i = 0; i < ix->nterms; i++) { free(ix->terms[i].s); free(ix->terms[i].p); }
+  for (uint32_t i = 0; i < ix->nterms; i++) free(ix->terms[i].p);
+  free(ix->arena.p);
   for (uint32_t i = 0; i < ix->nchunks; i++) { free(ix->chunks[i].title); free(ix->chunks[i].text); }
   for (uint32_t i = 0; i < ix->nfiles; i++) { free(ix->files[i].path); free(ix->files[i].name); }
   for (uint32_t i = 0; i < ix->ndirs; i++) free(ix->dirs[i]);
