@@ -585,6 +585,13 @@ static void drain(mk_runtime *rt) {
     for (mk_task *t = rt->all; t; t = t->next_all) cancel_task(t);
     if (!rt->ready_head && !uv_run(&rt->loop, UV_RUN_ONCE) && !rt->ready_head) break;
   }
+  /* cancelled operations (a process being killed, a transfer being
+   * aborted) finish in their close callbacks: give them up to 5 s so they
+   * are freed rather than abandoned */
+  uint64_t until = uv_hrtime() + 5000000000ull;
+  while (ops_live > 0 && uv_hrtime() < until) {
+    if (!uv_run(&rt->loop, UV_RUN_ONCE)) break;
+  }
 }
 
 int mk_sched_run_main(mk_runtime *rt, int nargs) {

@@ -315,7 +315,7 @@ def parse_tunables(source):
 ALLOWED_IMPORTS = ("jax", "jaxlib", "numpy", "functools", "math", "typing", "dataclasses",
                    "itertools", "operator", "collections", "enum", "abc", "__future__", "ml_dtypes")
 FORBIDDEN_CALLS = ("open", "exec", "eval", "compile", "__import__", "globals", "locals", "vars",
-                   "getattr", "setattr", "delattr", "breakpoint", "input")
+                   "setattr", "delattr", "breakpoint", "input")
 FORBIDDEN_NAMES = ("mk_reference", "workload_reference", "__builtins__", "__loader__", "__spec__")
 
 
@@ -330,7 +330,27 @@ def scan_candidate(source, filename="kernel.py"):
     except SyntaxError:
         return []  # reported as a compile error by the import
     bad = []
+    imported = set()
     for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update((a.asname or a.name).split(".", 1)[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imported.update(a.asname or a.name for a in node.names)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for t in targets:
+                base = t
+                while isinstance(base, (ast.Attribute, ast.Subscript)):
+                    base = base.value
+                if t is not base and isinstance(base, ast.Name) and base.id in imported:
+                    bad.append("line %d: assigning into imported module %s is not allowed (no patching "
+                               "of JAX, timers or the harness)" % (node.lineno, base.id))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
+            name = node.args[1] if len(node.args) > 1 else None
+            if not (isinstance(name, ast.Constant) and isinstance(name.value, str)
+                    and not name.value.startswith("__")):
+                bad.append("line %d: getattr() needs a constant, non-dunder attribute name" % node.lineno)
         if isinstance(node, ast.Import):
             mods = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -715,12 +735,27 @@ def roofline_text(r, what="kernel"):
 # JAX-side helpers (import JAX only when called)
 # --------------------------------------------------------------------------
 
+_REAL = {}
+
+
 def _jax():
     try:
         import jax  # noqa: PLC0415
-        return jax
     except ImportError as e:
         raise HarnessError("no_jax", "JAX is not importable by %s: %s" % (sys.executable, e))
+    # The functions timing depends on, captured before any candidate code
+    # runs, so patching them from a candidate changes nothing here.
+    _REAL.setdefault("block_until_ready", jax.block_until_ready)
+    _REAL.setdefault("perf_counter", time.perf_counter)
+    return jax
+
+
+def _sync(x):
+    return _REAL["block_until_ready"](x)
+
+
+def _clock():
+    return _REAL["perf_counter"]()
 
 
 def _import_file(path, modname):
@@ -1121,7 +1156,7 @@ def cmd_run(a):
             poison_device(jax)
             try:
                 out = compiled(*[x for x in args])
-                jax.block_until_ready(out)
+                _sync(out)
                 outs = [_to_numpy(o) for o in _leaves(out)]
             except BaseException as e:  # noqa: BLE001
                 return {"status": "crash", "phase": "run", "case": cid, "message": error_text(e, a.candidate)}
@@ -1171,7 +1206,18 @@ def _trace_planes(jax, logdir):
     return planes
 
 
-def time_compiled(jax, compiled, args, module, warmup=3, iters=20, use_trace=True):
+def plan_iters(iters, min_time, max_iters, est_s):
+    """Timed calls: at least `iters`, more until about min_time seconds of
+    calls (estimated from one call), never more than max_iters."""
+    n = max(1, int(iters))
+    if min_time and est_s and est_s > 0:
+        n = max(n, int(math.ceil(min_time / est_s)))
+    if max_iters:
+        n = min(n, int(max_iters))
+    return n
+
+
+def time_compiled(jax, compiled, args, module, warmup=3, iters=20, use_trace=True, min_time=0.0, max_iters=1000):
     """Median on-device seconds of `compiled(*args)`, with the method used.
     Inputs are rotated between two copies when they are small enough, so a
     result left in a cache cannot flatter the timing."""
@@ -1182,15 +1228,18 @@ def time_compiled(jax, compiled, args, module, warmup=3, iters=20, use_trace=Tru
     if nbytes < (256 << 20):
         sets.append([jnp.array(x, copy=True) if hasattr(x, "shape") else x for x in args])
     out = None
-    for i in range(warmup):
+    for i in range(max(1, warmup)):
+        t0 = _clock()
         out = compiled(*sets[i % len(sets)])
-        jax.block_until_ready(out)
+        _sync(out)
+        est = _clock() - t0
+    iters = plan_iters(iters, min_time, max_iters, est)
     wall = []
     for i in range(iters):
-        t0 = time.perf_counter()
+        t0 = _clock()
         out = compiled(*sets[i % len(sets)])
-        jax.block_until_ready(out)
-        wall.append(time.perf_counter() - t0)
+        _sync(out)
+        wall.append(_clock() - t0)
     result = {"method": "wall", "wall": summarize(wall)}
     if use_trace:
         try:
@@ -1198,7 +1247,7 @@ def time_compiled(jax, compiled, args, module, warmup=3, iters=20, use_trace=Tru
                 with jax.profiler.trace(d):
                     for i in range(iters):
                         out = compiled(*sets[i % len(sets)])
-                        jax.block_until_ready(out)
+                        _sync(out)
                 dev = device_event_durations(_trace_planes(jax, d), module, iters)
             if len(dev) >= max(1, iters // 2):
                 result["method"] = "device"
@@ -1220,7 +1269,8 @@ def cmd_bench(a):
         return res
     dyn = [x for x in args]
     try:
-        t = time_compiled(jax, compiled, dyn, "jit_mk_candidate", a.warmup, a.iters, not a.no_trace)
+        t = time_compiled(jax, compiled, dyn, "jit_mk_candidate", a.warmup, a.iters, not a.no_trace,
+                          a.min_time, a.max_iters)
     except BaseException as e:  # noqa: BLE001
         return {"status": "crash", "phase": "bench", "message": error_text(e, a.candidate)}
     out = t.pop("last_output")
@@ -1282,7 +1332,8 @@ def cmd_profile(a):
     latency = a.latency_s
     t = {}
     if not latency:
-        t = time_compiled(jax, compiled, list(args), "jit_mk_candidate", a.warmup, a.iters, not a.no_trace)
+        t = time_compiled(jax, compiled, list(args), "jit_mk_candidate", a.warmup, a.iters, not a.no_trace,
+                          a.min_time, a.max_iters)
         latency = t["latency_s"]
         out = t.pop("last_output")
     else:
@@ -1313,7 +1364,8 @@ def cmd_baseline(a):
         compiled, times = lower_and_compile(jax, fn, args)
     except CandidateError as e:
         raise HarnessError("bad_task", "the reference does not compile: " + error_text(e.exc))
-    t = time_compiled(jax, compiled, args, "jit_mk_reference", a.warmup, a.iters, not a.no_trace)
+    t = time_compiled(jax, compiled, args, "jit_mk_reference", a.warmup, a.iters, not a.no_trace,
+                      a.min_time, a.max_iters)
     out = t.pop("last_output")
     cost = _cost(compiled)
     if hasattr(ref, "get_flops"):
@@ -1377,6 +1429,8 @@ def build_parser():
             s.add_argument("--warmup", type=int, default=3)
             s.add_argument("--iters", type=int, default=20)
             s.add_argument("--no-trace", action="store_true", help="wall time only")
+            s.add_argument("--min-time", type=float, default=0.0, help="seconds of timed calls to aim for")
+            s.add_argument("--max-iters", type=int, default=1000)
         return s
 
     add("load", cmd_load)

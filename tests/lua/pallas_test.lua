@@ -207,6 +207,27 @@ t.test("freeze, compile, test, bench, profile, baseline end to end (" ..
   fs.rm_rf(d)
 end)
 
+t.test("mk.eval evaluates a Pallas candidate: autotune keeps the correct configuration, held-out passes", function()
+  local ok, why = e2e_setup()
+  if not ok then return t.skip(why) end
+  local task = assert(require("mk.targets").load_task(TINY))
+  t.eq(task.target, "pallas")
+  local ev = require("mk.eval").new(task, { jobs = 2, bench = { min_reps = 3, max_reps = 5, warmup = 1 } })
+  local src = read(CANDS .. "/tunable_ok.py")
+  local r = ev:evaluate(src, { profile = true })
+  t.eq(r.status, "ok", r.message)
+  t.ok(r.speedup > 0)
+  t.same(r.tune.params, { eps_scale = 1 })
+  t.eq(#r.tune.tried, 2)
+  t.contains(r.profile.text, "latency")
+  t.eq(ev:heldout(src).correct, true)
+  local bad = ev:evaluate(read(CANDS .. "/zeros.py"))
+  t.eq(bad.status, "incorrect")
+  t.contains(bad.message, "all zeros")
+  ev:close()
+  e2e_teardown()
+end)
+
 t.test("with opts.sandbox a candidate runs under bubblewrap without the expected outputs", function()
   local ok, why = e2e_setup()
   if not ok then return t.skip(why) end

@@ -240,6 +240,21 @@ class TestScan(unittest.TestCase):
             self.assertTrue(bad, src)
             self.assertIn(word, bad[0])
 
+    def test_patching_imported_modules_is_refused(self):
+        for src in ("import jax\njax.block_until_ready = lambda x: x\n",
+                    "from jax import profiler\nprofiler.trace = None\n",
+                    "import jax.numpy as jnp\njnp.sqrt.x = 1\n",
+                    "import numpy as np\nnp.random.seed = 0\n"):
+            bad = H.scan_candidate(src)
+            self.assertTrue(bad and "imported module" in bad[0], src)
+        # Local names and module-level tunables stay allowed.
+        self.assertEqual(H.scan_candidate("import jax\nblock = 128\nd = {}\nd['a'] = 1\n"), [])
+
+    def test_getattr_only_with_constant_public_names(self):
+        self.assertEqual(H.scan_candidate("import jax\nf = getattr(jax, 'numpy', None)\n"), [])
+        self.assertTrue(H.scan_candidate("import jax\nf = getattr(jax, '__dict__')\n"))
+        self.assertTrue(H.scan_candidate("import jax\nn = 'x'\nf = getattr(jax, n)\n"))
+
 
 class TestManifest(unittest.TestCase):
     def test_verify_detects_changed_missing_and_absent_manifest(self):
@@ -488,7 +503,8 @@ class TestEndToEnd(unittest.TestCase):
     @skip_unless(not HAVE_JAX, "the fake Mosaic failure exists only in the numpy stand-in")
     def test_mosaic_failure_is_a_compile_phase_error(self):
         r, _, _ = run_harness("compile", "--task", self.task, "--candidate", self.cand("mosaic"),
-                              "--tests", self.tests)
+                              "--tests", self.tests, env={"MK_FAKE_COMPILE_ERROR":
+                                                          "INTERNAL: Mosaic failed to compile TPU kernel: bad"})
         self.assertEqual((r["status"], r["phase"], r["kind"]), ("compile_error", "compile", "mosaic"))
         self.assertIn("Mosaic failed to compile", r["message"])
 
@@ -502,6 +518,9 @@ class TestEndToEnd(unittest.TestCase):
         r = self.evaluate("rejected")
         self.assertEqual(r["status"], "rejected")
         self.assertIn("import of os", r["message"])
+        r = self.evaluate("patch_timer")
+        self.assertEqual(r["status"], "rejected")
+        self.assertIn("imported module jax", r["message"])
 
     def test_candidate_output_on_stdout_does_not_forge_the_result(self):
         r = self.evaluate("printer")

@@ -42,6 +42,33 @@ local function shell_quote(s)
   return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
 end
 
+-- Environment of every harness process: M.env over these defaults. JAX
+-- preallocates 75% of a GPU per process by default; off, so a check or
+-- compile process beside a benchmark does not starve it.
+M.base_env = { XLA_PYTHON_CLIENT_PREALLOCATE = "false", PYTHONDONTWRITEBYTECODE = "1" }
+
+local function child_env()
+  local e = {}
+  for k, v in pairs(M.base_env) do e[k] = v end
+  for k, v in pairs(M.env or {}) do e[k] = v end
+  return e
+end
+
+--- Processes that may hold the accelerator at once. A TPU admits one
+--- process at a time, so every step that initialises JAX (compile, run,
+--- bench, profile, baseline, freeze) takes a slot; `check` and `load` do
+--- not. $MK_PALLAS_DEVICE_SLOTS raises it (GPUs, interpret mode on CPU).
+M.device_slots = tonumber(os.getenv("MK_PALLAS_DEVICE_SLOTS") or "") or 1
+local slots -- the semaphore, created on first use inside a task
+
+local function with_device(fn, ...)
+  if not coroutine.isyieldable() then return fn(...) end
+  local ok, task = pcall(require, "mk.task")
+  if not ok then return fn(...) end
+  slots = slots or task.semaphore(M.device_slots)
+  return slots:with(fn, ...)
+end
+
 local function try_proc()
   local ok, proc = pcall(require, "mk.proc")
   if ok then return proc end
@@ -86,7 +113,7 @@ local function harness(sub, args, opts)
     local err
     r, err = proc.run {
       argv = argv, cwd = opts.cwd, timeout = timeout, max_output = M.defaults.max_output,
-      sandbox = opts.sandbox, env = M.env,
+      sandbox = opts.sandbox, env = child_env(),
     }
     if not r then
       return { status = "error", kind = err.kind or "spawn", message = "cannot run the harness (" .. argv[1] ..
@@ -98,12 +125,10 @@ local function harness(sub, args, opts)
     local errf = os.tmpname()
     local q = {}
     for i, a in ipairs(argv) do q[i] = shell_quote(a) end
-    if M.env then
-      local e = { "env" }
-      for k, v in pairs(M.env) do e[#e + 1] = shell_quote(k .. "=" .. tostring(v)) end
-      table.sort(e, function(x, y) return x == "env" or (y ~= "env" and x < y) end)
-      table.insert(q, 1, table.concat(e, " "))
-    end
+    local e = {}
+    for k, v in pairs(child_env()) do e[#e + 1] = shell_quote(k .. "=" .. tostring(v)) end
+    table.sort(e)
+    table.insert(q, 1, "env " .. table.concat(e, " "))
     local cmd = string.format("timeout -k 5 %d %s 2>%s", math.ceil(timeout), table.concat(q, " "),
       shell_quote(errf))
     if opts.cwd then cmd = "cd " .. shell_quote(opts.cwd) .. " && " .. cmd end
@@ -147,6 +172,11 @@ local function harness(sub, args, opts)
   return v
 end
 M._harness = harness
+
+-- A harness step that initialises JAX on the device: one slot held.
+local function device_harness(sub, args, opts)
+  return with_device(harness, sub, args, opts)
+end
 
 -- Common harness arguments from a task.
 local function task_args(task, extra)
@@ -306,13 +336,14 @@ function M.freeze(task, tests_dir, opts)
   local manifest = tests_dir .. "/manifest.sha256"
   if fs.exists(manifest) then
     local r = harness("verify", { "--tests", tests_dir }, { timeout = M.defaults.check_timeout })
+    if r.status == "ok" then task.tests_dir = tests_dir end
     return {
       status = r.status == "ok" and "ok" or "error", cases = cases_of(r.cases), manifest = manifest,
       manifest_sha = r.manifest_sha, fresh = false, message = r.message, wall_s = r.wall_s, kind = r.kind,
     }
   end
   fs.mkdirs(tests_dir)
-  local r = harness("freeze", task_args(task, {
+  local r = device_harness("freeze", task_args(task, {
     "--tests", tests_dir, "--seeds", list_str(task.seeds), "--heldout", list_str(task.heldout_seeds),
   }), { timeout = opts.timeout or M.defaults.freeze_timeout })
   if r.status ~= "ok" then
@@ -320,6 +351,7 @@ function M.freeze(task, tests_dir, opts)
       wall_s = r.wall_s }
   end
   chmod_tree_readonly(tests_dir)
+  task.tests_dir = tests_dir
   return {
     status = "ok", cases = cases_of(r.cases), manifest = manifest, manifest_sha = r.manifest_sha,
     fresh = true, message = "", wall_s = r.wall_s,
@@ -381,11 +413,15 @@ function M.compile(task, files, workdir, opts)
     assert(fs.write(workdir .. "/" .. name, src))
   end
   local build = { workdir = workdir, candidate = workdir .. "/" .. task.candidate_file, defines = opts.defines or {} }
+  -- Input shapes come from the frozen tests (opts.tests_dir, else the ones
+  -- freeze last verified for this task); without them the harness builds
+  -- the reference's inputs.
+  local tests_dir = opts.tests_dir or task.tests_dir
   local extra = {}
-  if opts.tests_dir then extra = { "--tests", opts.tests_dir } end
-  local r = harness("compile", candidate_args(task, build, extra, opts), {
+  if tests_dir then extra = { "--tests", tests_dir } end
+  local r = device_harness("compile", candidate_args(task, build, extra, opts), {
     timeout = opts.timeout or task.timeout, cwd = workdir,
-    sandbox = sandbox_for(task, workdir, opts, opts.tests_dir and visible_inputs(opts.tests_dir) or nil),
+    sandbox = sandbox_for(task, workdir, opts, tests_dir and visible_inputs(tests_dir) or nil),
   })
   build.status = r.status
   build.message = r.message
@@ -417,7 +453,7 @@ function M.test(task, build, tests_dir, opts)
   fs.mkdirs(outputs)
   local extra = { "--tests", tests_dir, "--outputs", outputs }
   if group == "heldout" then extra[#extra + 1] = "--heldout-cases" end
-  local r = harness("run", candidate_args(task, build, extra, opts), {
+  local r = device_harness("run", candidate_args(task, build, extra, opts), {
     timeout = opts.timeout or task.timeout, cwd = build.workdir,
     sandbox = sandbox_for(task, build.workdir, opts, visible_inputs(tests_dir)),
   })
@@ -440,6 +476,19 @@ function M.test(task, build, tests_dir, opts)
   }
 end
 
+-- Timing options shared by bench/profile/baseline: `iters` (or
+-- `min_reps`), `min_time` (s of timed calls to aim for), `max_reps`, `warmup`.
+local function timing_args(opts, a)
+  a = a or {}
+  local function add(k, v) if v ~= nil then a[#a + 1] = k; a[#a + 1] = tostring(v) end end
+  add("--warmup", math.tointeger(opts.warmup) or opts.warmup or M.defaults.warmup)
+  add("--iters", math.tointeger(opts.iters or opts.min_reps) or opts.iters or opts.min_reps or M.defaults.iters)
+  if opts.min_time then add("--min-time", string.format("%.6g", opts.min_time)) end
+  if opts.max_reps then add("--max-iters", math.tointeger(opts.max_reps) or opts.max_reps) end
+  if opts.no_trace then a[#a + 1] = "--no-trace" end
+  return a
+end
+
 local function timing(r)
   local s = (r.method == "device" and r.device) or r.wall or {}
   return s
@@ -459,10 +508,8 @@ function M.bench(task, build, opts)
   if type(opts.tests_dir) ~= "string" then error("pallas.bench: opts.tests_dir is required", 2) end
   local outputs = build.workdir .. "/outputs-bench"
   fs.rm_rf(outputs)
-  local extra = { "--tests", opts.tests_dir, "--warmup", opts.warmup or M.defaults.warmup,
-    "--iters", opts.iters or M.defaults.iters, "--no-check-output", "--save-output", outputs }
-  if opts.no_trace then extra[#extra + 1] = "--no-trace" end
-  local r = harness("bench", candidate_args(task, build, extra, opts), {
+  local extra = timing_args(opts, { "--tests", opts.tests_dir, "--no-check-output", "--save-output", outputs })
+  local r = device_harness("bench", candidate_args(task, build, extra, opts), {
     timeout = opts.timeout or task.timeout, cwd = build.workdir,
     sandbox = sandbox_for(task, build.workdir, opts, visible_inputs(opts.tests_dir)),
   })
@@ -508,10 +555,10 @@ end
 function M.profile(task, build, opts)
   opts = opts or {}
   if build.status ~= "ok" then return { status = build.status, text = "", message = build.message } end
-  local extra = { "--warmup", opts.warmup or M.defaults.warmup, "--iters", opts.iters or M.defaults.iters }
+  local extra = timing_args(opts)
   if opts.tests_dir then extra[#extra + 1] = "--tests"; extra[#extra + 1] = opts.tests_dir end
   if opts.latency_s then extra[#extra + 1] = "--latency-s"; extra[#extra + 1] = string.format("%.17g", opts.latency_s) end
-  local r = harness("profile", candidate_args(task, build, extra, opts), {
+  local r = device_harness("profile", candidate_args(task, build, extra, opts), {
     timeout = opts.timeout or task.timeout, cwd = build.workdir,
     sandbox = sandbox_for(task, build.workdir, opts, opts.tests_dir and visible_inputs(opts.tests_dir) or nil),
   })
@@ -524,10 +571,10 @@ end
 ---@return table {status, latency_s, spread, min_s, max_s, reps, method, flops, bytes, text, message, wall_s}
 function M.baseline(task, opts)
   opts = opts or {}
-  local extra = { "--warmup", opts.warmup or M.defaults.warmup, "--iters", opts.iters or M.defaults.iters }
-  if opts.tests_dir then extra[#extra + 1] = "--tests"; extra[#extra + 1] = opts.tests_dir end
-  if opts.no_trace then extra[#extra + 1] = "--no-trace" end
-  local r = harness("baseline", task_args(task, extra), { timeout = opts.timeout or task.timeout })
+  local extra = timing_args(opts)
+  local tests_dir = opts.tests_dir or task.tests_dir
+  if tests_dir then extra[#extra + 1] = "--tests"; extra[#extra + 1] = tests_dir end
+  local r = device_harness("baseline", task_args(task, extra), { timeout = opts.timeout or task.timeout })
   if r.status ~= "ok" then
     return { status = r.status == "error" and "error" or r.status, message = r.message, kind = r.kind,
       wall_s = r.wall_s }

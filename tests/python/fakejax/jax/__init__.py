@@ -7,6 +7,7 @@ the numpy subset below. It is never on the path when real JAX is tested.
 """
 
 import contextlib
+import os as _os
 
 import numpy as _np
 
@@ -16,8 +17,7 @@ from . import tree_util  # noqa: F401
 
 __version__ = "0.0-fake"
 
-# Set by a test candidate to make the fake .compile() fail like Mosaic.
-_fake_compile_error = None
+# A test sets MK_FAKE_COMPILE_ERROR to make .compile() fail like Mosaic.
 
 
 class ShapeDtypeStruct:
@@ -62,8 +62,9 @@ class _Lowered:
         self.f, self.specs = f, specs
 
     def compile(self):
-        if _fake_compile_error:
-            raise RuntimeError(_fake_compile_error)
+        err = _os.environ.get("MK_FAKE_COMPILE_ERROR")
+        if err:
+            raise RuntimeError(err)
         return _Compiled(self.f, self.specs)
 
 
@@ -89,3 +90,7 @@ class profiler:  # noqa: N801 (module-like namespace)
     @contextlib.contextmanager
     def trace(_logdir):
         yield
+
+
+def default_backend():
+    return "cpu"
