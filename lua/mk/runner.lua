@@ -260,7 +260,7 @@ local function execute(o, run, info, resumed)
     if okr and retrieve.learn then
       local entries = {}
       for _, n in ipairs(run.graph:nodes()) do
-        if n.kind ~= "reference" and n.plan then
+        if n.kind ~= "reference" and n.plan and n.plan:find("%S") then
           entries[#entries + 1] = { task = task.name, target = task.target, status = n.status,
             plan_summary = (n.plan:match("^[^\n]+") or n.plan):sub(1, 200),
             effect = n.status == "ok" and string.format("%.2fx the baseline", n.metrics.speedup or 0)
