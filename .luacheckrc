@@ -1,5 +1,5 @@
 std = "lua54"
-max_line_length = 140
+max_line_length = 160
 codes = true
 files["tests/lua"] = { globals = { "arg" } }
 files["examples"] = { globals = { "arg" } }

@@ -62,7 +62,8 @@ function Run:_wire()
   self.offset = os.time() - (tonumber(self.info.started) or os.time())
   self.graph.on_add = function(n)
     self:event{ type = "node", id = n.id, key = n.key, kind = n.kind, status = n.status,
-      parents = #n.parents > 0 and n.parents or nil, latency_s = n.metrics.latency_s, speedup = n.metrics.speedup }
+      parents = #n.parents > 0 and n.parents or nil, latency_s = n.metrics.latency_s, speedup = n.metrics.speedup,
+      cost = n.cost }
   end
   self.graph.on_best = function(n)
     self:event{ type = "best", id = n.id, latency_s = n.metrics.latency_s, speedup = n.metrics.speedup }
@@ -104,10 +105,13 @@ function Run:set_status(s)
   return assert(write_json(self:path("run.json"), self.info, true))
 end
 
---- Rewrite best/ with the files of the current best node (plan.md and
---- node.json included). Atomic: best/ is swapped in by a rename.
-function Run:refresh_best()
-  local b = self.graph:best()
+--- Rewrite best/ with the files of the current best node, or of `node`
+--- when given (the runner passes the best node that also passed the
+--- held-out check). plan.md and node.json included; atomic: best/ is
+--- swapped in by a rename.
+---@param node mk.Node|nil
+function Run:refresh_best(node)
+  local b = node or self.graph:best()
   local target = self:path("best")
   local tmp = self:path(".best.tmp")
   fs.rm_rf(tmp)

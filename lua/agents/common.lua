@@ -1,0 +1,107 @@
+--- Shared pieces of the sub-agents: the variables every prompt gets, chat
+--- through the run's model, code extraction and knowledge retrieval.
+local template = require "mk.template"
+local personas = require "agents.targets"
+
+local common = {}
+
+local function fmt_ms(s) return s and string.format("%.3f", s * 1000) or "?" end
+
+--- One line of metrics for prompts: "ok, 1.234 ms, 2.10x faster than the baseline".
+function common.metrics_line(node)
+  if not node then return "" end
+  local m = node.metrics or {}
+  local parts = { node.status or "?" }
+  if m.latency_s then parts[#parts + 1] = fmt_ms(m.latency_s) .. " ms" end
+  if m.speedup then parts[#parts + 1] = string.format("%.2fx the baseline's speed", m.speedup) end
+  return table.concat(parts, ", ")
+end
+
+--- The variables every prompt template can use.
+function common.vars(ctx, agent)
+  local task = ctx.task
+  local p = personas[task.target] or personas.c
+  local root = ctx.graph:root()
+  return {
+    agent = agent,
+    task_name = task.name,
+    description = task.description or "",
+    signature = task.signature or "",
+    reference = task.reference or "",
+    lang = p.lang,
+    target_desc = p.target_desc,
+    rules = p.rules,
+    tune_syntax = p.tune_syntax,
+    atol = tostring((task.tolerance or {}).atol or "?"),
+    rtol = tostring((task.tolerance or {}).rtol or "?"),
+    baseline_ms = fmt_ms(root and root.metrics and root.metrics.latency_s),
+  }
+end
+
+--- Render the system prompt and a user prompt template for agent.
+function common.render(ctx, agent, name, extra)
+  local vars = common.vars(ctx, agent)
+  for k, v in pairs(extra or {}) do vars[k] = v end
+  return template.render(template.load("system"), vars), template.render(template.load(name), vars)
+end
+
+--- Passages from the knowledge base for a query, formatted for a prompt,
+--- plus the list of what was used (recorded with the node).
+function common.knowledge(ctx, query)
+  if ctx.opts.kb == false then return nil, {} end
+  local ok, retrieve = pcall(require, "mk.retrieve")
+  if not ok then return nil, {} end
+  local k = ctx.opts.kb_k or 3
+  local persona = personas[ctx.task.target] or personas.c
+  local shipped = require("mk.home").path("kb") .. "/"
+  local hits = retrieve.passages(query, { k = k * 4, max_chars = math.huge, extra_dirs = ctx.opts.kb_dirs }) or {}
+  local passages, budget = {}, ctx.opts.kb_chars or 2500
+  for _, p in ipairs(hits) do
+    local file = p.file or ""
+    local applies = file:sub(1, #shipped) ~= shipped or file:find("/learned/", 1, true) ~= nil
+    for _, pat in ipairs(persona.kb_files or {}) do
+      if (file:match("([^/]+)$") or ""):match(pat) then applies = true end
+    end
+    if applies and #passages < k and #(p.text or "") <= budget then
+      passages[#passages + 1] = p
+      budget = budget - #p.text
+    end
+  end
+  if #passages == 0 then return nil, {} end
+  local used = {}
+  for i, p in ipairs(passages) do used[i] = { file = p.file, title = p.title, score = p.score } end
+  return retrieve.format(passages), used
+end
+
+--- Extract the code of a reply: the last fenced block in the target's
+--- language (or any fenced block). Returns nil when there is none.
+function common.extract_code(text, lang)
+  local best
+  for info, body in text:gmatch("```([%w_+-]*)[^\n]*\n(.-)\n?```") do
+    if info == lang or info == "" or (lang == "c" and (info == "C" or info == "cpp")) or
+        (lang == "python" and info == "py") then
+      best = body
+    end
+  end
+  return best
+end
+
+--- Ask the run's model. key identifies the step (it seeds sampling and
+--- keeps cache entries of different steps apart). Returns reply text and
+--- a transcript entry, or nil, err.
+function common.ask(ctx, agent, system, user, key, opts)
+  opts = opts or {}
+  local r, err = ctx:chat {
+    agent = agent,
+    key = key,
+    system = system,
+    messages = { { role = "user", content = user } },
+    max_tokens = opts.max_tokens or ctx.opts.max_tokens or 8192,
+    temperature = opts.temperature or ctx.opts.temperature or 0.7,
+  }
+  if not r then return nil, err end
+  return r.text, { agent = agent, key = key, prompt = user, reply = r.text,
+    tokens = { input = r.usage and r.usage.input_tokens, output = r.usage and r.usage.output_tokens } }
+end
+
+return common

@@ -1,0 +1,106 @@
+--- mkengine eval TASK CANDIDATE: evaluate one candidate file through the
+--- same path as a search (frozen tests in a temporary directory, sandboxed
+--- compile and runs, autotune, benchmark against the baseline, held-out
+--- check, profile).
+local cli = require "mk.cli"
+local fs = require "mk.fs"
+local cjson = require "cjson"
+
+local M = {
+  summary = "evaluate one candidate kernel file against a task",
+  usage = "usage: mkengine eval TASK_DIR CANDIDATE_FILE [--json] [--timeout S] [--no-tune] [--no-profile] "
+    .. "[--threads N] [--tests-dir DIR] [--min-time S] [--keep]",
+  help = [[
+Compiles CANDIDATE_FILE for the task in TASK_DIR, checks it on the frozen
+tests (generated from the task's reference into a temporary directory, or
+into --tests-dir, where they are reused), autotunes `mk:tune` parameters,
+times it at the benchmark size against the reference (the baseline),
+re-checks it on held-out seeds and profiles it.
+
+  --json         print one JSON object: status, correct, latency_s,
+                 baseline_latency_s, speedup, message, profile, tune, heldout
+  --timeout S    time limit of each candidate process (default: the task's)
+  --no-tune      ignore mk:tune lines
+  --no-profile   skip the profile
+  --threads N    OMP_NUM_THREADS for candidate and baseline runs
+  --tests-dir D  keep (or reuse) the frozen tests in D
+  --min-time S   seconds of timed calls per benchmark (default 1)
+  --keep         keep the temporary directory (its path is printed)
+
+status is one of ok, compile_error, incorrect, timeout, crash, rejected.
+Exit status: 0 when the candidate was evaluated (whatever the verdict),
+2 on a bad task or candidate path, 1 on an engine failure.]],
+}
+
+local function num(v) return type(v) == "number" and v or nil end
+
+function M.run(args)
+  local opts, pos = cli.parse(args, {
+    flags = { json = true, no_tune = true, no_profile = true, keep = true },
+    options = { timeout = "number", threads = "number", tests_dir = "string", min_time = "number" },
+  }, M.usage)
+  if #pos ~= 2 then cli.usage_error("expected TASK_DIR and CANDIDATE_FILE", M.usage) end
+  local task, err = require("mk.targets").load_task(pos[1])
+  if not task then cli.input_error(err.message) end
+  local src = fs.read(pos[2])
+  if not src or fs.isdir(pos[2]) then cli.input_error("cannot read candidate file " .. pos[2]) end
+  if opts.timeout and opts.timeout <= 0 then cli.usage_error("--timeout must be positive", M.usage) end
+
+  local ev = require("mk.eval").new(task, {
+    timeout = opts.timeout, threads = opts.threads and math.tointeger(opts.threads), tests_dir = opts.tests_dir,
+    bench = { min_time = opts.min_time }, keep = opts.keep,
+  })
+  local ok, r = pcall(function()
+    local res = ev:evaluate({ [task.candidate_file] = src }, { tune = not opts.no_tune, profile = not opts.no_profile })
+    if res.correct then
+      local h = ev:heldout({ [task.candidate_file] = src })
+      res.heldout = h
+      if not h.correct then
+        res.status, res.correct = h.status, false
+        res.message = "passed the search tests but failed the held-out tests: " .. h.message
+      end
+    end
+    return res
+  end)
+  if not ok then
+    ev:close()
+    error(r, 0)
+  end
+  if opts.keep then io.stderr:write("mkengine eval: kept ", ev.root, "\n") end
+  ev:close()
+  if opts.json then
+    local out = {
+      status = r.status, correct = r.correct, latency_s = num(r.latency_s),
+      baseline_latency_s = num(r.baseline_latency_s), speedup = num(r.speedup), message = r.message,
+      spread = num(r.spread), device_s = num(r.device_s), wall_s = num(r.wall_s), suspicious = r.suspicious,
+      task = task.name, candidate = pos[2],
+    }
+    if r.profile then
+      local p = r.profile
+      out.profile = { text = p.text, gflops = num(p.gflops), gbps = num(p.gbps), peak_gflops = num(p.peak_gflops),
+        peak_gbps = num(p.peak_gbps), intensity = num(p.intensity), bound = p.bound, counters = p.counters }
+    else
+      out.profile = cjson.null
+    end
+    if r.tune then out.tune = { params = r.tune.params, tried = r.tune.tried, space = r.tune.space } end
+    if r.heldout then out.heldout = { correct = r.heldout.correct, status = r.heldout.status } end
+    io.stdout:write(cjson.encode(out), "\n")
+  else
+    local fmt_s = require("mk.targets.c").fmt_s
+    io.stdout:write(string.format("%s: %s\n", pos[2], r.status))
+    if r.message ~= "" then io.stdout:write(r.message, "\n") end
+    if r.tune then
+      for _, t in ipairs(r.tune.tried) do
+        local names = {}
+        for k, v in pairs(t.params) do names[#names + 1] = k .. "=" .. tostring(v) end
+        table.sort(names)
+        io.stdout:write(string.format("  tune %-30s %-10s %s\n", table.concat(names, " "), t.status,
+          t.latency_s and fmt_s(t.latency_s) or ""))
+      end
+    end
+    if r.profile and r.profile.text then io.stdout:write("\n", r.profile.text, "\n") end
+  end
+  return 0
+end
+
+return M

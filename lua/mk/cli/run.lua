@@ -1,0 +1,70 @@
+--- mkengine run STRATEGY TASK [options]
+local cli = require "mk.cli"
+
+local M = {
+  summary = "run a search strategy on a task (writes a run directory)",
+  usage = "usage: mkengine run STRATEGY TASK [--model SPEC] [--set KEY=VALUE]... [--seed N] [--run-dir DIR]\n"
+    .. "                    [--budget tokens=N,usd=X,device_s=S,wall_s=S] [--jobs N] [--llm-config FILE]\n"
+    .. "                    [--llm-cache rw|ro|off] [--timeout S] [--kb-learn] [--quiet] [--json]",
+  help = [[
+STRATEGY  a name in lua/strategies (auto, zeroshot, parallel, beam, evolve, greedy, hitl)
+          or a path to your own strategy file
+TASK      a task directory (examples/tasks/c/rmsnorm, a JAXBench or MaxKernel task, ...)
+
+--model SPEC        openai:MODEL, gemini:MODEL, anthropic:MODEL, exec:COMMAND, or
+                    scripted (the offline scripted test model)
+--set KEY=VALUE     strategy option (numbers, true/false, strings); repeatable
+--seed N            seed of every random choice (default 1)
+--budget ...        stop expanding once any limit is spent
+--run-dir DIR       where to write the run (default runs/<time>-<strategy>-<task>/)
+--jobs N            compiles at a time (bench and profile runs are exclusive)
+--timeout S         limit for each candidate process
+--kb-learn          append what worked and failed to kb/learned/ at the end
+--quiet / --json    no progress line / events as JSON lines on stdout
+
+Exit code: 0 when a correct kernel was found, 1 when none was, 2 on bad input.]],
+}
+
+--- Parse the options shared by run, bench and sweep into runner options.
+function M.parse(args, usage, extra_flags, extra_options)
+  local flags = { quiet = true, json = true, kb_learn = true }
+  local options = { model = "string", set = "list", seed = "number", run_dir = "string", budget = "string",
+    jobs = "number", llm_config = "string", llm_cache = "string", timeout = "number", root = "string" }
+  for k, v in pairs(extra_flags or {}) do flags[k] = v end
+  for k, v in pairs(extra_options or {}) do options[k] = v end
+  local o, pos = cli.parse(args, { flags = flags, options = options }, usage)
+  local set = {}
+  for _, kv in ipairs(o.set or {}) do
+    local k, v = kv:match("^([%w_]+)=(.*)$")
+    if not k then cli.usage_error("--set needs KEY=VALUE, got '" .. kv .. "'", usage) end
+    set[k] = v
+  end
+  o.set = set
+  if o.seed and not math.tointeger(o.seed) then cli.usage_error("--seed must be an integer", usage) end
+  o.seed = o.seed and math.tointeger(o.seed)
+  if o.llm_cache and not ({ rw = true, ro = true, off = true })[o.llm_cache] then
+    cli.usage_error("--llm-cache must be rw, ro or off", usage)
+  end
+  return o, pos
+end
+
+function M.run(args)
+  local o, pos = M.parse(args, M.usage)
+  if #pos ~= 2 then cli.usage_error("expected STRATEGY and TASK", M.usage) end
+  o.strategy, o.task = pos[1], pos[2]
+  local summary = require("mk.runner").run(o)
+  if o.json then
+    io.stdout:write(require("cjson").encode({ type = "summary", summary = summary }), "\n")
+  elseif not o.quiet then
+    local b = summary.best
+    if type(b) == "table" then
+      io.stdout:write(string.format("best: %s  speedup %.2fx  latency %.3f ms  (%s/best)\n", b.node, b.speedup or 0,
+        (b.latency_s or 0) * 1000, summary.run_dir))
+    else
+      io.stdout:write("no correct kernel found  (" .. summary.run_dir .. ")\n")
+    end
+  end
+  return type(summary.best) == "table" and 0 or 1
+end
+
+return M

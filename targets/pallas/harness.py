@@ -1,0 +1,1514 @@
+#!/usr/bin/env python3
+"""mkengine's harness for the JAX Pallas target.
+
+One program, one subcommand per step, one JSON object on stdout:
+
+  load      describe a task (no JAX needed: the task files are parsed, not run)
+  tunables  list the `# mk:tune NAME = [v, ...]` lines of a candidate (no JAX)
+  freeze    inputs and expected outputs from the reference, SHA-256 manifest
+  compile   jax.jit(entry).lower(...) then .compile(); lowering and Mosaic
+            compile errors are reported apart, with their text
+  run       run a candidate on frozen inputs, write its outputs (no expected
+            outputs are read by the process that runs candidate code)
+  check     compare outputs written by `run` with the expected ones (numpy
+            only: never imports JAX nor candidate code)
+  test      run + check in one process (convenient, less isolated)
+  bench     on-device time from a jax.profiler trace (median of the
+            executable's device events), falling back to wall time
+  profile   cost_analysis FLOPs/bytes, achieved vs chip peaks, bound class
+  baseline  bench + cost analysis of jax.jit(reference): the XLA baseline
+
+Task formats: JAXBench `baseline.py` (CONFIG, create_inputs, workload,
+optional get_flops), MaxKernel `reference.py` + `kernel_task.yaml`
+(get_inputs -> ([dynamic], [static]), computation), and mkengine's own
+`task.lua` + `reference.py` (JAXBench conventions, plus optional
+TEST_CONFIGS and a `seed` argument of create_inputs).
+
+JAX, numpy and yaml are imported lazily so that loading, tunables, the
+manifest, the comparison and the trace-event logic are testable without JAX.
+Exit code: 0 when a verdict was printed (whatever it is), 3 when the
+environment cannot run the step (JAX missing...), 2 on bad arguments.
+"""
+
+import argparse
+import ast
+import hashlib
+import importlib.util
+import io
+import json
+import math
+import os
+import re
+import sys
+import time
+import traceback
+
+HARNESS_VERSION = 1
+MANIFEST = "manifest.sha256"
+STATUSES = ("ok", "compile_error", "incorrect", "timeout", "crash", "rejected")
+
+
+class HarnessError(Exception):
+    """An expected failure that is not the candidate's fault (bad task, no JAX)."""
+
+    def __init__(self, kind, message):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+# --------------------------------------------------------------------------
+# Task loading (no JAX: files are parsed with ast, never executed)
+# --------------------------------------------------------------------------
+
+def _read(path):
+    with open(path, "r", encoding="utf-8") as f:
+        return f.read()
+
+
+def _module_info(source, filename):
+    """Top-level facts of a Python module: literal assignments, functions."""
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as e:
+        raise HarnessError("bad_task", "%s: syntax error line %s: %s" % (filename, e.lineno, e.msg))
+    info = {"doc": ast.get_docstring(tree) or "", "literals": {}, "functions": {}}
+    lines = source.splitlines()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                info["literals"][node.targets[0].id] = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                pass
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            params = [p.arg for p in a.posonlyargs + a.args]
+            header = lines[node.lineno - 1].strip() if node.lineno - 1 < len(lines) else "def %s(...):" % node.name
+            # A signature may span lines: keep up to the closing "):".
+            i = node.lineno
+            while not header.rstrip().endswith(":") and i < len(lines) and i < node.lineno + 10:
+                header += " " + lines[i].strip()
+                i += 1
+            info["functions"][node.name] = {
+                "params": params,
+                "vararg": a.vararg.arg if a.vararg else None,
+                "kwonly": [p.arg for p in a.kwonlyargs],
+                "signature": header,
+                "doc": ast.get_docstring(node) or "",
+            }
+    return info
+
+
+def parse_yaml(text):
+    """Parse kernel_task.yaml: python3-yaml when present, else a small parser
+    that covers what those files use (scalars, `key: |-` blocks, flow lists,
+    block lists of scalars)."""
+    try:
+        import yaml  # noqa: PLC0415 (optional dependency)
+        data = yaml.safe_load(text)
+        if not isinstance(data, dict):
+            raise HarnessError("bad_task", "kernel_task.yaml: top level is not a mapping")
+        return data
+    except ImportError:
+        return parse_yaml_minimal(text)
+
+
+def _yaml_scalar(s):
+    s = s.strip()
+    if s == "" or s in ("~", "null"):
+        return None
+    if s[0] in "'\"" and s[-1] == s[0] and len(s) >= 2:
+        return s[1:-1]
+    if s in ("true", "True"):
+        return True
+    if s in ("false", "False"):
+        return False
+    if s.startswith("[") and s.endswith("]"):
+        inner = s[1:-1].strip()
+        return [] if not inner else [_yaml_scalar(x) for x in inner.split(",")]
+    try:
+        return int(s)
+    except ValueError:
+        pass
+    try:
+        return float(s)
+    except ValueError:
+        return s
+
+
+def parse_yaml_minimal(text):
+    """The fallback YAML subset parser (see parse_yaml)."""
+    out = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip() or line.lstrip().startswith("#"):
+            i += 1
+            continue
+        m = re.match(r"^([A-Za-z_][\w\-]*):\s*(.*)$", line)
+        if not m or line[0] in " \t":
+            raise HarnessError("bad_task", "kernel_task.yaml line %d: cannot parse %r" % (i + 1, line))
+        key, rest = m.group(1), m.group(2).strip()
+        i += 1
+        if rest in ("|", "|-", "|+", ">", ">-"):
+            block = []
+            indent = None
+            while i < len(lines) and (not lines[i].strip() or lines[i][0] in " \t"):
+                ln = lines[i]
+                if ln.strip():
+                    ind = len(ln) - len(ln.lstrip())
+                    indent = ind if indent is None else min(indent, ind)
+                block.append(ln)
+                i += 1
+            block = [b[indent:] if indent and len(b) >= indent else b.strip() for b in block]
+            while block and not block[-1].strip():
+                block.pop()
+            val = "\n".join(block)
+            if rest.startswith(">"):
+                val = " ".join(x.strip() for x in block)
+            if rest in ("|", ">"):
+                val += "\n"
+            out[key] = val
+        elif rest == "":
+            items = []
+            while i < len(lines) and re.match(r"^\s+-\s*", lines[i]):
+                items.append(_yaml_scalar(re.sub(r"^\s+-\s*", "", lines[i])))
+                i += 1
+            out[key] = items if items else None
+        else:
+            if rest.startswith("#"):
+                rest = ""
+            out[key] = _yaml_scalar(rest)
+    return out
+
+
+def detect_format(task_dir):
+    """Which task format a directory holds: 'maxkernel', 'jaxbench', 'mk' or None."""
+    has = lambda n: os.path.isfile(os.path.join(task_dir, n))  # noqa: E731
+    if has("kernel_task.yaml") and has("reference.py"):
+        return "maxkernel"
+    if has("baseline.py"):
+        return "jaxbench"
+    if has("task.lua") and has("reference.py"):
+        return "mk"
+    return None
+
+
+def _tolerance_value(v, index, name):
+    if v is None:
+        return None
+    if isinstance(v, (list, tuple)):
+        if not v:
+            return None
+        return float(v[min(index, len(v) - 1)])
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise HarnessError("bad_task", "%s is not a number: %r" % (name, v))
+
+
+def load_task(task_dir, overrides=None):
+    """Describe the task in `task_dir` as a dict (see docs/targets/pallas.md)."""
+    overrides = overrides or {}
+    task_dir = os.path.abspath(task_dir)
+    if not os.path.isdir(task_dir):
+        raise HarnessError("bad_task", "not a directory: %s" % task_dir)
+    fmt = detect_format(task_dir)
+    if fmt is None:
+        raise HarnessError("bad_task", "%s: no baseline.py, reference.py + kernel_task.yaml, "
+                           "or task.lua + reference.py" % task_dir)
+    name = os.path.basename(task_dir.rstrip("/"))
+    ref_file = "baseline.py" if fmt == "jaxbench" else "reference.py"
+    source = _read(os.path.join(task_dir, ref_file))
+    info = _module_info(source, ref_file)
+    config = info["literals"].get("CONFIG") if isinstance(info["literals"].get("CONFIG"), dict) else {}
+    task = {
+        "name": name, "format": fmt, "dir": task_dir, "reference_file": ref_file,
+        "reference": source, "candidate_file": "kernel.py", "config": config,
+        "test_configs": info["literals"].get("TEST_CONFIGS") or [],
+        "has_get_flops": "get_flops" in info["functions"],
+    }
+    cfg_index = int(overrides.get("config_index") or 0)
+    if fmt == "maxkernel":
+        meta = parse_yaml(_read(os.path.join(task_dir, "kernel_task.yaml")))
+        task["name"] = str(meta.get("task_id") or name)
+        task["description"] = str(meta.get("description") or info["doc"] or "")
+        task["input_gen_code"] = meta.get("input_gen_code") or ""
+        atol = _tolerance_value(meta.get("atol"), cfg_index, "atol")
+        rtol = _tolerance_value(meta.get("rtol"), cfg_index, "rtol")
+        task["tolerance_lists"] = {k: meta[k] for k in ("atol", "rtol") if isinstance(meta.get(k), list)}
+        entry, inputs_fn = "computation", "get_inputs"
+    else:
+        task["name"] = name  # JAXBench ids are directory names; CONFIG['name'] stays in config
+        task["description"] = info["doc"] or ""
+        atol = _tolerance_value(config.get("atol"), cfg_index, "atol")
+        rtol = _tolerance_value(config.get("rtol"), cfg_index, "rtol")
+        entry, inputs_fn = "workload", "create_inputs"
+    if overrides.get("name"):
+        task["name"] = overrides["name"]
+    for fn in (entry, inputs_fn):
+        if fn not in info["functions"]:
+            raise HarnessError("bad_task", "%s: no function %s()" % (ref_file, fn))
+    atol = float(overrides["atol"]) if overrides.get("atol") is not None else atol
+    rtol = float(overrides["rtol"]) if overrides.get("rtol") is not None else rtol
+    # The published protocol's default: atol = rtol = 1e-2.
+    task["tolerance"] = {"atol": 1e-2 if atol is None else atol, "rtol": 1e-2 if rtol is None else rtol}
+    task["entry"] = entry
+    task["inputs_fn"] = inputs_fn
+    task["signature"] = info["functions"][entry]["signature"]
+    task["entry_params"] = info["functions"][entry]["params"]
+    if not task["description"]:
+        task["description"] = "Implement %s with Pallas kernels." % task["signature"]
+    return task
+
+
+# --------------------------------------------------------------------------
+# Tunables (no JAX)
+# --------------------------------------------------------------------------
+
+_TUNE_RE = re.compile(r"^\s*(?:#|//)\s*mk:tune\s+([A-Za-z_]\w*)\s*(.*)$")
+
+
+def _literal(s):
+    try:
+        return ast.literal_eval(s)
+    except (ValueError, SyntaxError):
+        return s
+
+
+def parse_tunables(source):
+    """Tunables declared in a candidate, in order of declaration:
+    `# mk:tune block_m = [128, 256]` (Python form) or
+    `# mk:tune BLOCK 32 64 128` (the C form, accepted too).
+    Returns a list of {"name", "values"}; malformed lines raise HarnessError."""
+    out, seen = [], set()
+    for lineno, line in enumerate(source.splitlines(), 1):
+        m = _TUNE_RE.match(line)
+        if not m:
+            continue
+        name, rest = m.group(1), m.group(2).strip()
+        if rest.startswith("="):
+            try:
+                values = ast.literal_eval(rest[1:].strip())
+            except (ValueError, SyntaxError):
+                raise HarnessError("bad_tunable", "line %d: values of %s are not a Python literal list: %s"
+                                   % (lineno, name, rest[1:].strip()))
+            if not isinstance(values, (list, tuple)):
+                values = [values]
+            values = list(values)
+        else:
+            values = [_literal(v) for v in rest.replace(",", " ").split()]
+        if not values:
+            raise HarnessError("bad_tunable", "line %d: %s has no values" % (lineno, name))
+        if name in seen:
+            raise HarnessError("bad_tunable", "line %d: %s declared twice" % (lineno, name))
+        seen.add(name)
+        out.append({"name": name, "values": values})
+    return out
+
+
+# --------------------------------------------------------------------------
+# Static screen of candidates (no JAX)
+# --------------------------------------------------------------------------
+
+ALLOWED_IMPORTS = ("jax", "jaxlib", "numpy", "functools", "math", "typing", "dataclasses",
+                   "itertools", "operator", "collections", "enum", "abc", "__future__", "ml_dtypes")
+FORBIDDEN_CALLS = ("open", "exec", "eval", "compile", "__import__", "globals", "locals", "vars",
+                   "setattr", "delattr", "breakpoint", "input")
+FORBIDDEN_NAMES = ("mk_reference", "workload_reference", "__builtins__", "__loader__", "__spec__")
+
+
+def scan_candidate(source, filename="kernel.py"):
+    """Rule violations of a candidate, as messages (empty list = clean).
+    Candidates may import JAX, numpy and a few pure stdlib modules; file,
+    process and introspection access (open, os, subprocess, eval, getattr...)
+    and references to the task's reference module are refused: they are the
+    ways to read the expected outputs, call the reference, or patch timers."""
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError:
+        return []  # reported as a compile error by the import
+    bad = []
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update((a.asname or a.name).split(".", 1)[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imported.update(a.asname or a.name for a in node.names)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for t in targets:
+                base = t
+                while isinstance(base, (ast.Attribute, ast.Subscript)):
+                    base = base.value
+                if t is not base and isinstance(base, ast.Name) and base.id in imported:
+                    bad.append("line %d: assigning into imported module %s is not allowed (no patching "
+                               "of JAX, timers or the harness)" % (node.lineno, base.id))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
+            name = node.args[1] if len(node.args) > 1 else None
+            if not (isinstance(name, ast.Constant) and isinstance(name.value, str)
+                    and not name.value.startswith("__")):
+                bad.append("line %d: getattr() needs a constant, non-dunder attribute name" % node.lineno)
+        if isinstance(node, ast.Import):
+            mods = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            mods = [node.module or ""] if node.level == 0 else ["." * node.level + (node.module or "")]
+        else:
+            mods = []
+        for m in mods:
+            if m.split(".", 1)[0] not in ALLOWED_IMPORTS:
+                bad.append("line %d: import of %s is not allowed (allowed: %s)"
+                           % (node.lineno, m, ", ".join(ALLOWED_IMPORTS)))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
+            bad.append("line %d: call of %s() is not allowed" % (node.lineno, node.func.id))
+        if isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
+            bad.append("line %d: use of %s is not allowed" % (node.lineno, node.id))
+        if isinstance(node, ast.Attribute) and node.attr in ("__globals__", "__code__", "__subclasses__",
+                                                              "__builtins__", "__dict__"):
+            bad.append("line %d: access to .%s is not allowed" % (node.lineno, node.attr))
+    return bad
+
+
+# --------------------------------------------------------------------------
+# Frozen test files: manifest, array encoding, comparison (numpy only)
+# --------------------------------------------------------------------------
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_manifest(tests_dir):
+    """Hash every file under tests_dir into manifest.sha256 (sha256sum
+    format: "<hex>  <relative path>"), the same file the C target writes."""
+    lines = []
+    for root, dirs, names in os.walk(tests_dir):
+        dirs.sort()
+        for n in sorted(names):
+            p = os.path.join(root, n)
+            rel = os.path.relpath(p, tests_dir)
+            if rel == MANIFEST or rel.endswith(".tmp"):
+                continue
+            lines.append("%s  %s\n" % (sha256_file(p), rel))
+    lines.sort(key=lambda l: l.split("  ", 1)[1])
+    tmp = os.path.join(tests_dir, MANIFEST + ".tmp")
+    with open(tmp, "w") as f:
+        f.writelines(lines)
+    os.replace(tmp, os.path.join(tests_dir, MANIFEST))
+    return len(lines)
+
+
+def read_manifest(tests_dir):
+    mpath = os.path.join(tests_dir, MANIFEST)
+    if not os.path.isfile(mpath):
+        raise HarnessError("no_tests", "no %s in %s: freeze the tests first" % (MANIFEST, tests_dir))
+    files = {}
+    with open(mpath) as f:
+        for ln in f:
+            ln = ln.rstrip("\n")
+            if not ln:
+                continue
+            digest, _, rel = ln.partition("  ")
+            if len(digest) != 64 or not rel:
+                raise HarnessError("tampered", "%s: malformed line %r" % (MANIFEST, ln))
+            files[rel] = digest
+    return files
+
+
+def verify_manifest(tests_dir, subset=None):
+    """Check the files of the manifest (only those under the top-level dirs
+    in `subset` when given; cases.json always). Raises HarnessError
+    ('tampered' | 'no_tests') on any mismatch."""
+    files = read_manifest(tests_dir)
+    if "cases.json" not in files:
+        raise HarnessError("tampered", "cases.json is not in the manifest")
+    for rel, digest in sorted(files.items()):
+        if subset and rel != "cases.json" and rel.split("/", 1)[0] not in subset:
+            continue
+        p = os.path.join(tests_dir, rel)
+        if not os.path.isfile(p):
+            raise HarnessError("tampered", "frozen test file missing: %s" % rel)
+        if sha256_file(p) != digest:
+            raise HarnessError("tampered", "frozen test file changed: %s" % rel)
+    return files
+
+
+_EXOTIC = {"bfloat16": "uint16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8",
+           "float8_e4m3fnuz": "uint8", "float8_e5m2fnuz": "uint8"}
+
+
+def encode_array(a):
+    """numpy array -> (storable numpy array, dtype name). Types numpy lacks
+    (bfloat16, float8) are stored as their raw bits."""
+    import numpy as np
+    name = str(a.dtype)
+    if name in _EXOTIC:
+        return np.ascontiguousarray(a).view(_EXOTIC[name]), name
+    return np.ascontiguousarray(a), name
+
+
+def decode_array(stored, name, for_compare=False):
+    """Inverse of encode_array. With for_compare, exotic types are widened to
+    float32 with numpy alone (no ml_dtypes needed)."""
+    import numpy as np
+    if name not in _EXOTIC:
+        return stored
+    if for_compare:
+        if name == "bfloat16":
+            return (stored.astype(np.uint32) << 16).view(np.float32)
+        try:
+            import ml_dtypes  # noqa: PLC0415
+            return stored.view(getattr(ml_dtypes, name)).astype(np.float32)
+        except ImportError:
+            raise HarnessError("no_jax", "comparing %s needs ml_dtypes" % name)
+    import ml_dtypes  # noqa: PLC0415 (installed with JAX)
+    return stored.view(getattr(ml_dtypes, name))
+
+
+def save_arrays(path, arrays):
+    """Write a list of numpy arrays to an .npz; returns their meta list."""
+    import numpy as np
+    stored, meta = {}, []
+    for i, a in enumerate(arrays):
+        s, name = encode_array(np.asarray(a))
+        stored["a%d" % i] = s
+        meta.append({"dtype": name, "shape": list(s.shape)})
+    buf = io.BytesIO()
+    np.savez(buf, **stored)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(buf.getvalue())
+    os.replace(tmp, path)
+    return meta
+
+
+def load_arrays(path, meta, for_compare=False):
+    import numpy as np
+    with np.load(path, allow_pickle=False) as z:
+        return [decode_array(z["a%d" % i], m["dtype"], for_compare) for i, m in enumerate(meta)]
+
+
+def compare_outputs(got, want, atol, rtol, max_report=5):
+    """Compare lists of numpy arrays. Returns {"ok", "reason", "message",
+    "max_abs_err", "max_rel_err", "mismatches"}. An element passes when
+    |got - want| <= atol * min(1, rms(want)) + rtol * |want|. Reasons: count,
+    shape, nonfinite (NaN/Inf where the expected is finite), zeros (an
+    all-zero output that fails: passing a loose atol with zeros is a known
+    cheat), mismatch."""
+    import numpy as np
+    res = {"ok": True, "reason": None, "message": "", "max_abs_err": 0.0, "max_rel_err": 0.0, "mismatches": 0}
+
+    def fail(reason, msg):
+        res.update(ok=False, reason=reason, message=msg)
+        return res
+
+    if len(got) != len(want):
+        return fail("count", "expected %d output array(s), got %d" % (len(want), len(got)))
+    for k, (g, w) in enumerate(zip(got, want)):
+        g = np.asarray(g, dtype=np.float64) if np.asarray(g).dtype != np.bool_ else np.asarray(g, dtype=np.float64)
+        w = np.asarray(w, dtype=np.float64)
+        label = "output %d" % k if len(want) > 1 else "output"
+        if g.shape != w.shape:
+            return fail("shape", "%s has shape %s, expected %s" % (label, tuple(g.shape), tuple(w.shape)))
+        if g.size == 0:
+            continue
+        wfin = np.isfinite(w)
+        bad = ~np.isfinite(g) & wfin
+        if bad.any():
+            idx = np.argwhere(bad)[0].tolist()
+            return fail("nonfinite", "%s has %d NaN/Inf value(s) where the reference is finite "
+                        "(first at index %s: %r); unwritten or poisoned output?"
+                        % (label, int(bad.sum()), idx, float(g[tuple(idx)])))
+        # The absolute term is scaled by the expected output's RMS (capped at
+        # 1), as in the C target: an all-zero or near-zero output cannot pass
+        # a loose atol on small-valued outputs.
+        rms = float(np.sqrt(np.mean(np.square(w[wfin])))) if wfin.any() else 0.0
+        atol_eff = atol * min(1.0, rms)
+        both = wfin & np.isfinite(g)
+        diff = np.abs(g - w)
+        diff[~both] = 0.0
+        # Non-finite expected values must be matched exactly (same NaN/Inf).
+        nonfin_mismatch = ~wfin & ~((np.isnan(w) & np.isnan(g)) | (w == g))
+        tol = atol_eff + rtol * np.abs(w)
+        over = (diff > tol) & both
+        over |= nonfin_mismatch
+        res["max_abs_err"] = max(res["max_abs_err"], float(diff.max()))
+        rel = diff / np.maximum(np.abs(w), 1e-30)
+        rel[~both] = 0.0
+        res["max_rel_err"] = max(res["max_rel_err"], float(rel.max()))
+        n = int(over.sum())
+        if n and not np.any(g):
+            res["mismatches"] += n
+            return fail("zeros", "%s is all zeros but the reference's RMS is %.3g: zeros do not pass "
+                        "(the absolute tolerance is scaled by the output's RMS)" % (label, rms))
+        if n:
+            res["mismatches"] += n
+            idxs = np.argwhere(over)[:max_report]
+            ex = ", ".join("%s: got %.6g want %.6g" % (tuple(i.tolist()), g[tuple(i)], w[tuple(i)]) for i in idxs)
+            return fail("mismatch", "%s: %d of %d values outside atol=%.3g (scaled to %.3g) rtol=%.3g "
+                        "(max abs err %.3g); e.g. %s" % (label, n, w.size, atol, atol_eff, rtol, float(diff.max()), ex))
+    return res
+
+
+def read_cases(tests_dir):
+    with open(os.path.join(tests_dir, "cases.json")) as f:
+        return json.load(f)
+
+
+def case_ids(tests_dir, heldout=False):
+    """The frozen case ids of one group, from cases.json."""
+    return [c["id"] for c in read_cases(tests_dir)["cases"] if bool(c.get("heldout")) == heldout]
+
+
+def read_case(tests_dir, cid):
+    with open(os.path.join(tests_dir, "inputs", cid + ".json")) as f:
+        return json.load(f)
+
+
+def check_outputs(tests_dir, outputs_dir, cases, atol, rtol, calls=("first", "repeat")):
+    """Compare run's (or bench's) outputs with expected ones for `cases`
+    (numpy only). Outputs are <case>.<call>.npz for each call name."""
+    verify_manifest(tests_dir, subset={"expected", "inputs"})
+    results, verdict = [], {"status": "ok", "correct": True, "message": ""}
+    for cid in cases:
+        with open(os.path.join(tests_dir, "expected", cid + ".json")) as f:
+            emeta = json.load(f)
+        want = load_arrays(os.path.join(tests_dir, "expected", cid + ".npz"), emeta["outputs"], True)
+        for call in calls:
+            opath = os.path.join(outputs_dir, "%s.%s.npz" % (cid, call))
+            mpath = os.path.join(outputs_dir, "%s.%s.json" % (cid, call))
+            if not os.path.isfile(opath) or not os.path.isfile(mpath):
+                r = {"ok": False, "reason": "missing", "message": "no %s output for case %s" % (call, cid)}
+            else:
+                with open(mpath) as f:
+                    ometa = json.load(f)
+                got = load_arrays(opath, ometa["outputs"], True)
+                r = compare_outputs(got, want, atol, rtol)
+            r.update(case=cid, call=call)
+            results.append(r)
+            if not r["ok"]:
+                break
+        if not results[-1]["ok"]:
+            r = results[-1]
+            verdict = {"status": "incorrect", "correct": False,
+                       "message": "case %s (%s call): %s" % (cid, r["call"], r["message"]), "reason": r["reason"]}
+            break
+    verdict["cases"] = results
+    return verdict
+
+
+# --------------------------------------------------------------------------
+# Device timing from trace events (pure logic; the JAX part feeds it dicts)
+# --------------------------------------------------------------------------
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    if n == 0:
+        return None
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+
+def summarize(samples):
+    """Median, min, max and relative spread (IQR / median) of seconds."""
+    xs = sorted(samples)
+    if not xs:
+        return None
+    q = lambda p: xs[min(len(xs) - 1, max(0, int(round(p * (len(xs) - 1)))))]  # noqa: E731
+    med = median(xs)
+    return {"median_s": med, "min_s": xs[0], "max_s": xs[-1], "n": len(xs),
+            "spread": (q(0.75) - q(0.25)) / med if med else 0.0}
+
+
+def device_event_durations(planes, module, expected_calls=None):
+    """Durations (s) of one executable's calls from profiler planes.
+
+    `planes`: [{"name": "/device:TPU:0", "lines": [{"name": "XLA Modules",
+    "events": [{"name": "jit_mk_candidate(12)", "duration_ns": 1000.0}]}]}].
+    Uses the "XLA Modules" line of the first device plane that has events
+    for `module` (one event per executable call). When expected_calls is
+    given, keeps the last that many events (earlier ones are warm-up)."""
+    for plane in planes:
+        pname = plane.get("name", "")
+        if not pname.startswith("/device:") or "CPU" in pname:
+            continue
+        for line in plane.get("lines", []):
+            if line.get("name") != "XLA Modules":
+                continue
+            evs = [e for e in line.get("events", [])
+                   if _module_matches(e.get("name", ""), module)]
+            if not evs:
+                continue
+            evs.sort(key=lambda e: e.get("start_ns", 0))
+            d = [float(e["duration_ns"]) * 1e-9 for e in evs]
+            if expected_calls:
+                d = d[-expected_calls:]
+            return d
+    return []
+
+
+def _module_matches(event_name, module):
+    # XLA module events are named "jit_fn(<id>)" or "jit_fn" (versions vary).
+    base = event_name.split("(", 1)[0].strip()
+    return base == module or base.startswith(module + ".") or base == module + "_1"
+
+
+# --------------------------------------------------------------------------
+# Roofline (pure logic)
+# --------------------------------------------------------------------------
+
+# Dense bf16 peaks per chip; FLOP/s and bytes/s.
+PEAKS = [
+    (r"v6", "TPU v6e", 918e12, 1638e9),
+    (r"v5 ?lite|v5e", "TPU v5e", 197e12, 819e9),
+    (r"v5p|v5$", "TPU v5p", 459e12, 2765e9),
+    (r"v4", "TPU v4", 275e12, 1228e9),
+    (r"H200", "NVIDIA H200", 989e12, 4800e9),
+    (r"H100", "NVIDIA H100", 989e12, 3350e9),
+    (r"A100", "NVIDIA A100", 312e12, 2039e9),
+]
+
+
+def chip_peaks(device_kind):
+    for pat, name, flops, bw in PEAKS:
+        if re.search(pat, device_kind or "", re.I):
+            return {"chip": name, "peak_flops": flops, "peak_bytes_per_s": bw}
+    return None
+
+
+def roofline(flops, bytes_accessed, latency_s, peaks):
+    """Achieved rates, fractions of peak and a bound classification."""
+    out = {"flops": flops, "bytes": bytes_accessed, "latency_s": latency_s}
+    if latency_s and latency_s > 0:
+        out["achieved_flops"] = flops / latency_s if flops else None
+        out["achieved_bytes_per_s"] = bytes_accessed / latency_s if bytes_accessed else None
+    if flops and bytes_accessed:
+        out["intensity"] = flops / bytes_accessed
+    if peaks:
+        out.update(peaks)
+        ridge = peaks["peak_flops"] / peaks["peak_bytes_per_s"]
+        out["ridge_intensity"] = ridge
+        fc = (out.get("achieved_flops") or 0) / peaks["peak_flops"]
+        fb = (out.get("achieved_bytes_per_s") or 0) / peaks["peak_bytes_per_s"]
+        out["compute_fraction"], out["bandwidth_fraction"] = fc, fb
+        if out.get("intensity") is not None:
+            out["bound"] = "compute" if out["intensity"] >= ridge else "memory"
+            if max(fc, fb) < 0.1:
+                out["bound"] = "latency"  # neither unit is near busy: overheads, small grid
+        elif bytes_accessed:
+            out["bound"] = "memory"
+    return out
+
+
+def roofline_text(r, what="kernel"):
+    parts = []
+    if r.get("latency_s"):
+        parts.append("%s latency %.4g ms" % (what, r["latency_s"] * 1e3))
+    if r.get("achieved_flops"):
+        parts.append("%.3g TFLOP/s" % (r["achieved_flops"] / 1e12))
+    if r.get("achieved_bytes_per_s"):
+        parts.append("%.3g GB/s" % (r["achieved_bytes_per_s"] / 1e9))
+    if r.get("intensity") is not None:
+        parts.append("arithmetic intensity %.3g FLOP/byte" % r["intensity"])
+    s = ", ".join(parts) + "." if parts else "No latency or cost figures."
+    if r.get("chip"):
+        s += " On %s (peaks %.0f TFLOP/s, %.0f GB/s; ridge %.3g FLOP/byte): %.1f%% of compute peak, %.1f%% of HBM bandwidth" % (
+            r["chip"], r["peak_flops"] / 1e12, r["peak_bytes_per_s"] / 1e9, r["ridge_intensity"],
+            100 * r.get("compute_fraction", 0), 100 * r.get("bandwidth_fraction", 0))
+        if r.get("bound") == "memory":
+            s += "; memory-bound: cut HBM traffic (fuse, reuse blocks in VMEM, avoid re-reading operands, larger blocks)."
+        elif r.get("bound") == "compute":
+            s += "; compute-bound: keep the MXU fed (bf16 operands, f32 accumulation, 128/256-aligned tiles)."
+        elif r.get("bound") == "latency":
+            s += "; neither bound: overhead dominates (grid too fine, small blocks, serial steps); use larger blocks or fewer steps."
+        else:
+            s += "."
+    return s
+
+
+# --------------------------------------------------------------------------
+# JAX-side helpers (import JAX only when called)
+# --------------------------------------------------------------------------
+
+_REAL = {}
+
+
+def _jax():
+    try:
+        import jax  # noqa: PLC0415
+    except ImportError as e:
+        raise HarnessError("no_jax", "JAX is not importable by %s: %s" % (sys.executable, e))
+    # The functions timing depends on, captured before any candidate code
+    # runs, so patching them from a candidate changes nothing here.
+    _REAL.setdefault("block_until_ready", jax.block_until_ready)
+    _REAL.setdefault("perf_counter", time.perf_counter)
+    return jax
+
+
+def _sync(x):
+    return _REAL["block_until_ready"](x)
+
+
+def _clock():
+    return _REAL["perf_counter"]()
+
+
+def _import_file(path, modname):
+    spec = importlib.util.spec_from_file_location(modname, path)
+    if spec is None:
+        raise HarnessError("bad_task", "cannot import %s" % path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _resolve_dtype(name):
+    if not name:
+        return None
+    import jax.numpy as jnp  # noqa: PLC0415
+    try:
+        return getattr(jnp, name)
+    except AttributeError:
+        raise HarnessError("bad_task", "unknown dtype %s" % name)
+
+
+class _SeededKeys:
+    """Derive the inputs of seed s from a task whose create_inputs uses a
+    fixed jax.random key: while active, key(k)/PRNGKey(k) return
+    fold_in(original, s). Seed 0 is the task's own inputs, untouched."""
+
+    def __init__(self, jax, seed):
+        self.jax, self.seed, self.saved = jax, seed, None
+
+    def __enter__(self):
+        if not self.seed:
+            return self
+        jr = self.jax.random
+        self.saved = (jr.key, jr.PRNGKey)
+        ok, opk = self.saved
+        s = int(self.seed)
+        jr.key = lambda *a, **k: jr.fold_in(ok(*a, **k), s)
+        jr.PRNGKey = lambda *a, **k: jr.fold_in(opk(*a, **k), s)
+        return self
+
+    def __exit__(self, *exc):
+        if self.saved:
+            self.jax.random.key, self.jax.random.PRNGKey = self.saved
+        return False
+
+
+def reference_module(task):
+    return _import_file(os.path.join(task["dir"], task["reference_file"]), "mk_reference")
+
+
+def make_inputs(task, ref, seed=0, config=None, dtype=None):
+    """(dynamic inputs list, static args list) for one case."""
+    import inspect  # noqa: PLC0415
+    jax = _jax()
+    fn = getattr(ref, task["inputs_fn"])
+    kwargs = {}
+    params = inspect.signature(fn).parameters
+    if dtype is not None and "dtype" in params:
+        kwargs["dtype"] = dtype
+    saved_config = None
+    if config:
+        if not isinstance(getattr(ref, "CONFIG", None), dict):
+            raise HarnessError("bad_task", "TEST_CONFIGS needs a CONFIG dict in the reference")
+        saved_config = dict(ref.CONFIG)
+        ref.CONFIG.update(config)
+    try:
+        if "seed" in params:
+            kwargs["seed"] = seed
+            out = fn(**kwargs)
+        else:
+            with _SeededKeys(jax, seed):
+                out = fn(**kwargs)
+    finally:
+        if saved_config is not None:
+            ref.CONFIG.clear()
+            ref.CONFIG.update(saved_config)
+    if task["format"] == "maxkernel":
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            raise HarnessError("bad_task", "get_inputs must return ([dynamic], [static])")
+        return list(out[0]), list(out[1])
+    if not isinstance(out, (tuple, list)):
+        out = (out,)
+    return list(out), []
+
+
+def _leaves(out):
+    jax = _jax()
+    return jax.tree_util.tree_leaves(out)
+
+
+def _to_numpy(x):
+    import numpy as np  # noqa: PLC0415
+    return np.asarray(x)
+
+
+def _install_interpret(jax):
+    """Force interpret mode on every pallas_call (runs anywhere, also CPU)."""
+    try:
+        from jax.experimental import pallas as pl  # noqa: PLC0415
+    except ImportError:
+        return
+    orig = pl.pallas_call
+    if getattr(orig, "_mk_interpret", False):
+        return
+
+    def pallas_call(*a, **k):
+        k.setdefault("interpret", True)
+        return orig(*a, **k)
+    pallas_call._mk_interpret = True
+    pl.pallas_call = pallas_call
+
+
+def load_candidate(path, params=None, interpret=False):
+    """Import the candidate; tunable params become module globals before any
+    trace. Raises CandidateError('import') on failure."""
+    jax = _jax()
+    bad = scan_candidate(_read(path))
+    if bad:
+        raise CandidateRejected("; ".join(bad[:5]))
+    if interpret:
+        _install_interpret(jax)
+    try:
+        mod = _import_file(path, "mk_candidate")
+    except BaseException as e:  # noqa: BLE001 (SystemExit from candidate code too)
+        raise CandidateError("import", e)
+    for k, v in (params or {}).items():
+        setattr(mod, k, v)
+    return mod
+
+
+class CandidateRejected(Exception):
+    """The candidate broke a rule (see scan_candidate)."""
+
+
+class CandidateError(Exception):
+    def __init__(self, phase, exc):
+        super().__init__(str(exc))
+        self.phase, self.exc = phase, exc
+
+
+def error_text(exc, candidate_path=None, limit=6000):
+    """Exception text for an LLM: type, message, and the candidate's frames."""
+    msg = "%s: %s" % (type(exc).__name__, exc)
+    frames = traceback.extract_tb(exc.__traceback__)
+    mine = [f for f in frames if candidate_path and os.path.abspath(f.filename) == os.path.abspath(candidate_path)]
+    if isinstance(exc, SyntaxError) and exc.lineno:
+        mine_txt = "kernel.py:%s: %s" % (exc.lineno, (exc.text or "").rstrip())
+        msg = mine_txt + "\n" + msg
+    elif mine:
+        msg = "\n".join("kernel.py:%d in %s: %s" % (f.lineno, f.name, (f.line or "").strip()) for f in mine) + "\n" + msg
+    if len(msg) > limit:
+        msg = msg[:limit // 2] + "\n...[truncated]...\n" + msg[-limit // 2:]
+    return msg
+
+
+def classify_compile_error(text):
+    if "Mosaic failed to compile" in text:
+        return "mosaic"
+    if "RESOURCE_EXHAUSTED" in text and "vmem" in text.lower():
+        return "vmem_oom"
+    if "RESOURCE_EXHAUSTED" in text:
+        return "oom"
+    return "xla"
+
+
+def entry_fn(task, mod, statics):
+    """A jit-able function of the dynamic inputs named mk_candidate/mk_reference."""
+    f = getattr(mod, task["entry"], None)
+    if not callable(f):
+        return None
+
+    def bind(*dyn):
+        return f(*dyn, *statics)
+    bind.__name__ = "mk_" + ("reference" if mod.__name__ == "mk_reference" else "candidate")
+    return bind
+
+
+def lower_and_compile(jax, fn, args, candidate_path=None):
+    """(compiled, timings) or raise CandidateError('lower'|'compile')."""
+    specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) if hasattr(a, "shape") else a for a in args]
+    t0 = time.perf_counter()
+    try:
+        lowered = jax.jit(fn).lower(*specs)
+    except BaseException as e:  # noqa: BLE001
+        raise CandidateError("lower", e)
+    t1 = time.perf_counter()
+    try:
+        compiled = lowered.compile()
+    except BaseException as e:  # noqa: BLE001
+        raise CandidateError("compile", e)
+    return compiled, {"lower_s": t1 - t0, "compile_s": time.perf_counter() - t1}
+
+
+def candidate_failure(err, candidate_path):
+    text = error_text(err.exc, candidate_path)
+    out = {"status": "compile_error", "phase": err.phase, "message": text}
+    if err.phase == "compile":
+        out["kind"] = classify_compile_error(text)
+    elif err.phase == "lower":
+        out["kind"] = "lowering"
+    else:
+        out["kind"] = "import"
+    return out
+
+
+def device_info(jax):
+    d = jax.devices()[0]
+    return {"platform": d.platform, "device_kind": getattr(d, "device_kind", ""), "jax_version": jax.__version__}
+
+
+def poison_device(jax, mbytes=None):
+    """Fill a chunk of device memory with NaN then free it, so a kernel that
+    returns uninitialised buffers shows NaN rather than a previous result."""
+    if mbytes is None:
+        mbytes = int(os.environ.get("MK_PALLAS_POISON_MB", "256"))
+    if mbytes <= 0:
+        return
+    try:
+        import jax.numpy as jnp  # noqa: PLC0415
+        x = jnp.full((mbytes * (1 << 20) // 4,), jnp.nan, jnp.float32)
+        x.block_until_ready()
+        del x
+    except Exception:  # noqa: BLE001 (best effort)
+        pass
+
+
+def frozen_case_inputs(tests_dir, cid):
+    import jax.numpy as jnp  # noqa: PLC0415
+    meta = read_case(tests_dir, cid)
+    arrays = load_arrays(os.path.join(tests_dir, "inputs", cid + ".npz"), meta["inputs"])
+    args, it = [], iter(arrays)
+    for kind in meta["kinds"]:
+        args.append(jnp.asarray(next(it)) if kind == "array" else meta["scalars"].pop(0))
+    return args, meta.get("statics", [])
+
+
+# --------------------------------------------------------------------------
+# Subcommands
+# --------------------------------------------------------------------------
+
+def python_paths():
+    """Directories this interpreter needs (prefixes, sys.path), top-level
+    only: what a sandbox must show read-only for JAX to import."""
+    cands = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    cands.update(p for p in sys.path if p and os.path.isdir(p))
+    out = set()
+    for p in cands:
+        p = os.path.realpath(p)
+        if os.path.isdir(p) and p != "/":
+            out.add(p)
+    # Drop paths already inside another listed path.
+    return sorted(p for p in out if not any(p != q and p.startswith(q + "/") for q in out))
+
+
+def cmd_load(a):
+    task = load_task(a.task, _overrides(a))
+    return {"status": "ok", "task": task, "python": {"executable": sys.executable, "paths": python_paths()}}
+
+
+def cmd_tunables(a):
+    return {"status": "ok", "tunables": parse_tunables(_read(a.candidate))}
+
+
+def _split_inputs(dyn):
+    """Arrays go to the .npz; Python scalars to JSON."""
+    import numpy as np  # noqa: PLC0415
+    kinds, arrays, scalars = [], [], []
+    for x in dyn:
+        if hasattr(x, "shape") and hasattr(x, "dtype"):
+            kinds.append("array")
+            arrays.append(np.asarray(x))
+        elif isinstance(x, (bool, int, float, str)) or x is None:
+            kinds.append("scalar")
+            scalars.append(x)
+        else:
+            raise HarnessError("bad_task", "input of type %s cannot be frozen" % type(x).__name__)
+    return kinds, arrays, scalars
+
+
+def cmd_freeze(a):
+    task = load_task(a.task, _overrides(a))
+    jax = _jax()
+    ref = reference_module(task)
+    dtype = _resolve_dtype(a.dtype)
+    tests = a.tests
+    for sub in ("inputs", "expected"):
+        os.makedirs(os.path.join(tests, sub), exist_ok=True)
+    seeds = _int_list(a.seeds) or [0]
+    heldout = _int_list(a.heldout)
+    plan = [("s%d" % s, s, None, False) for s in seeds]
+    for i, cfg in enumerate(task["test_configs"]):
+        plan.append(("c%d" % i, seeds[0], cfg, False))
+    plan += [("h%d" % s, s, None, True) for s in heldout]
+    cases = []
+    ref_fn = None
+    for cid, seed, cfg, held in plan:
+        dyn, statics = make_inputs(task, ref, seed, cfg, dtype)
+        try:
+            json.dumps(statics)
+        except TypeError:
+            raise HarnessError("bad_task", "static args must be JSON values to be frozen: %r" % (statics,))
+        fn = entry_fn(task, ref, statics)
+        ref_fn = jax.jit(fn)
+        out = _leaves(ref_fn(*dyn))
+        outs = [_to_numpy(o) for o in out]
+        kinds, arrays, scalars = _split_inputs(dyn)
+        imeta = save_arrays(os.path.join(tests, "inputs", cid + ".npz"), arrays)
+        with open(os.path.join(tests, "inputs", cid + ".json"), "w") as f:
+            json.dump({"id": cid, "seed": seed, "config": cfg, "kinds": kinds, "inputs": imeta,
+                       "scalars": scalars, "statics": statics}, f)
+        ometa = save_arrays(os.path.join(tests, "expected", cid + ".npz"), outs)
+        with open(os.path.join(tests, "expected", cid + ".json"), "w") as f:
+            json.dump({"id": cid, "outputs": ometa}, f)
+        cases.append({"id": cid, "seed": seed, "config": cfg, "heldout": held,
+                      "shapes": [m["shape"] for m in imeta], "output_shapes": [m["shape"] for m in ometa]})
+    with open(os.path.join(tests, "cases.json"), "w") as f:
+        json.dump({"task": task["name"], "format": task["format"], "cases": cases,
+                   "tolerance": task["tolerance"], "dtype": a.dtype, "device": device_info(jax),
+                   "harness_version": HARNESS_VERSION}, f, indent=1)
+    n = write_manifest(tests)
+    return {"status": "ok", "cases": cases, "files": n,
+            "manifest_sha": sha256_file(os.path.join(tests, MANIFEST))}
+
+
+def cmd_verify(a):
+    """Check the manifest (no JAX): the idempotent half of freeze."""
+    files = verify_manifest(a.tests)
+    info = read_cases(a.tests)
+    return {"status": "ok", "cases": info.get("cases", []), "files": len(files),
+            "manifest_sha": sha256_file(os.path.join(a.tests, MANIFEST))}
+
+
+def _bench_args(task, a):
+    """Inputs for compile/bench: frozen case (tests dir) or the reference's."""
+    if a.tests:
+        cid = a.case or (case_ids(a.tests) or [None])[0]
+        if cid is None:
+            raise HarnessError("no_tests", "no search cases in %s" % a.tests)
+        verify_manifest(a.tests, subset={"inputs"})
+        return frozen_case_inputs(a.tests, cid)
+    ref = reference_module(task)
+    return make_inputs(task, ref, 0, None, _resolve_dtype(a.dtype))
+
+
+def _candidate_compiled(task, a):
+    jax = _jax()
+    args, statics = _bench_args(task, a)
+    try:
+        mod = load_candidate(a.candidate, _params(a), a.interpret)
+        fn = entry_fn(task, mod, statics)
+        if fn is None:
+            return None, args, {"status": "compile_error", "phase": "import", "kind": "import",
+                                "message": "kernel.py does not define %s(); it must match: %s"
+                                           % (task["entry"], task["signature"])}
+        compiled, times = lower_and_compile(jax, fn, args, a.candidate)
+    except CandidateRejected as e:
+        return None, args, {"status": "rejected", "message": "kernel.py breaks the rules: %s" % e}
+    except CandidateError as e:
+        return None, args, candidate_failure(e, a.candidate)
+    return compiled, args, {"status": "ok", **times}
+
+
+def cmd_compile(a):
+    task = load_task(a.task, _overrides(a))
+    jax = _jax()
+    compiled, _, res = _candidate_compiled(task, a)
+    res["device"] = device_info(jax)
+    return res
+
+
+def cmd_run(a):
+    task = load_task(a.task, _overrides(a))
+    jax = _jax()
+    verify_manifest(a.tests, subset={"inputs"})
+    cases = a.cases.split(",") if a.cases else case_ids(a.tests, heldout=a.heldout_cases)
+    os.makedirs(a.outputs, exist_ok=True)
+    try:
+        mod = load_candidate(a.candidate, _params(a), a.interpret)
+    except CandidateRejected as e:
+        return {"status": "rejected", "message": "kernel.py breaks the rules: %s" % e}
+    except CandidateError as e:
+        return candidate_failure(e, a.candidate)
+    ran = []
+    for cid in cases:
+        args, statics = frozen_case_inputs(a.tests, cid)
+        fn = entry_fn(task, mod, statics)
+        if fn is None:
+            return {"status": "compile_error", "phase": "import", "kind": "import",
+                    "message": "kernel.py does not define %s()" % task["entry"]}
+        try:
+            compiled, _ = lower_and_compile(jax, fn, args, a.candidate)
+        except CandidateError as e:
+            return candidate_failure(e, a.candidate)
+        # Two calls with fresh poison between: both outputs are checked, so
+        # a kernel that does the work only on some calls is caught.
+        for call in ("first", "repeat"):
+            poison_device(jax)
+            try:
+                out = compiled(*[x for x in args])
+                _sync(out)
+                outs = [_to_numpy(o) for o in _leaves(out)]
+            except BaseException as e:  # noqa: BLE001
+                return {"status": "crash", "phase": "run", "case": cid, "message": error_text(e, a.candidate)}
+            ometa = save_arrays(os.path.join(a.outputs, "%s.%s.npz" % (cid, call)), outs)
+            with open(os.path.join(a.outputs, "%s.%s.json" % (cid, call)), "w") as f:
+                json.dump({"outputs": ometa}, f)
+        ran.append(cid)
+    return {"status": "ok", "cases": ran}
+
+
+def cmd_check(a):
+    task = load_task(a.task, _overrides(a))
+    cases = a.cases.split(",") if a.cases else case_ids(a.tests, heldout=a.heldout_cases)
+    tol = task["tolerance"]
+    calls = tuple(c for c in (getattr(a, "calls", None) or "first,repeat").split(",") if c)
+    return check_outputs(a.tests, a.outputs, cases, tol["atol"], tol["rtol"], calls)
+
+
+def cmd_test(a):
+    import tempfile  # noqa: PLC0415
+    with tempfile.TemporaryDirectory(prefix="mk-pallas-out-") as d:
+        a.outputs = d
+        r = cmd_run(a)
+        if r["status"] != "ok":
+            return r
+        return cmd_check(a)
+
+
+def _trace_planes(jax, logdir):
+    """Planes of the newest xplane.pb under logdir as plain dicts."""
+    paths = []
+    for root, _, names in os.walk(logdir):
+        paths += [os.path.join(root, n) for n in names if n.endswith(".xplane.pb")]
+    if not paths:
+        return []
+    path = max(paths, key=os.path.getmtime)
+    from jax.profiler import ProfileData  # noqa: PLC0415
+    pd = ProfileData.from_file(path)
+    planes = []
+    for p in pd.planes:
+        lines = []
+        for ln in p.lines:
+            lines.append({"name": ln.name, "events": [
+                {"name": e.name, "duration_ns": e.duration_ns, "start_ns": getattr(e, "start_ns", 0)}
+                for e in ln.events]})
+        planes.append({"name": p.name, "lines": lines})
+    return planes
+
+
+def plan_iters(iters, min_time, max_iters, est_s):
+    """Timed calls: at least `iters`, more until about min_time seconds of
+    calls (estimated from one call), never more than max_iters."""
+    n = max(1, int(iters))
+    if min_time and est_s and est_s > 0:
+        n = max(n, int(math.ceil(min_time / est_s)))
+    if max_iters:
+        n = min(n, int(max_iters))
+    return n
+
+
+def time_compiled(jax, compiled, args, module, warmup=3, iters=20, use_trace=True, min_time=0.0, max_iters=1000):
+    """Median on-device seconds of `compiled(*args)`, with the method used.
+    Inputs are rotated between two copies when they are small enough, so a
+    result left in a cache cannot flatter the timing."""
+    import tempfile  # noqa: PLC0415
+    import jax.numpy as jnp  # noqa: PLC0415
+    nbytes = sum(getattr(x, "nbytes", 0) for x in args)
+    sets = [args]
+    if nbytes < (256 << 20):
+        sets.append([jnp.array(x, copy=True) if hasattr(x, "shape") else x for x in args])
+    out = None
+    for i in range(max(1, warmup)):
+        t0 = _clock()
+        out = compiled(*sets[i % len(sets)])
+        _sync(out)
+        est = _clock() - t0
+    iters = plan_iters(iters, min_time, max_iters, est)
+    wall = []
+    for i in range(iters):
+        t0 = _clock()
+        out = compiled(*sets[i % len(sets)])
+        _sync(out)
+        wall.append(_clock() - t0)
+    result = {"method": "wall", "wall": summarize(wall)}
+    if use_trace:
+        try:
+            with tempfile.TemporaryDirectory(prefix="mk-trace-") as d:
+                with jax.profiler.trace(d):
+                    for i in range(iters):
+                        out = compiled(*sets[i % len(sets)])
+                        _sync(out)
+                dev = device_event_durations(_trace_planes(jax, d), module, iters)
+            if len(dev) >= max(1, iters // 2):
+                result["method"] = "device"
+                result["device"] = summarize(dev)
+        except Exception as e:  # noqa: BLE001 (profiler is optional)
+            result["trace_error"] = "%s: %s" % (type(e).__name__, e)
+    s = result.get("device") or result["wall"]
+    result["latency_s"] = s["median_s"]
+    result["spread"] = s["spread"]
+    result["last_output"] = out
+    return result
+
+
+def cmd_bench(a):
+    task = load_task(a.task, _overrides(a))
+    jax = _jax()
+    compiled, args, res = _candidate_compiled(task, a)
+    if compiled is None:
+        return res
+    dyn = [x for x in args]
+    try:
+        t = time_compiled(jax, compiled, dyn, "jit_mk_candidate", a.warmup, a.iters, not a.no_trace,
+                          a.min_time, a.max_iters)
+    except BaseException as e:  # noqa: BLE001
+        return {"status": "crash", "phase": "bench", "message": error_text(e, a.candidate)}
+    out = t.pop("last_output")
+    res.update(t)
+    res["device_info"] = device_info(jax)
+    cid = (a.case or case_ids(a.tests)[0]) if a.tests else None
+    res["case"] = cid
+    if a.save_output and cid:
+        os.makedirs(a.save_output, exist_ok=True)
+        ometa = save_arrays(os.path.join(a.save_output, cid + ".bench.npz"), [_to_numpy(o) for o in _leaves(out)])
+        with open(os.path.join(a.save_output, cid + ".bench.json"), "w") as f:
+            json.dump({"outputs": ometa}, f)
+    # The timed runs' output is checked too (against the frozen expected
+    # output of the same case), so skipping work while timed is caught.
+    if a.tests and a.check_output:
+        with open(os.path.join(a.tests, "expected", cid + ".json")) as f:
+            emeta = json.load(f)
+        want = load_arrays(os.path.join(a.tests, "expected", cid + ".npz"), emeta["outputs"], True)
+        got = [_to_numpy(o) for o in _leaves(out)]
+        got = [g.astype("float32") if str(g.dtype) in _EXOTIC else g for g in got]
+        tol = task["tolerance"]
+        c = compare_outputs(got, want, tol["atol"], tol["rtol"])
+        if not c["ok"]:
+            return {"status": "incorrect", "phase": "bench", "reason": c["reason"],
+                    "message": "output of the timed runs is wrong: " + c["message"]}
+    return res
+
+
+def _cost(compiled):
+    try:
+        ca = compiled.cost_analysis()
+    except Exception:  # noqa: BLE001
+        return {}
+    if isinstance(ca, (list, tuple)):
+        ca = ca[0] if ca else {}
+    ca = ca or {}
+    return {"flops": float(ca.get("flops", 0) or 0), "bytes": float(ca.get("bytes accessed", 0) or 0),
+            "transcendentals": float(ca.get("transcendentals", 0) or 0)}
+
+
+def _io_bytes(args, out):
+    return float(sum(getattr(x, "nbytes", 0) for x in list(args) + list(_leaves(out))))
+
+
+def cmd_profile(a):
+    task = load_task(a.task, _overrides(a))
+    jax = _jax()
+    compiled, args, res = _candidate_compiled(task, a)
+    if compiled is None:
+        return res
+    cost = _cost(compiled)
+    flops_src, bytes_src = "cost_analysis", "cost_analysis"
+    if not cost.get("flops"):
+        # A pallas_call is opaque to XLA's cost model unless it passes a
+        # CostEstimate: fall back to the task's own FLOP count.
+        ref = reference_module(task)
+        if hasattr(ref, "get_flops"):
+            cost["flops"], flops_src = float(ref.get_flops()), "task get_flops()"
+    latency = a.latency_s
+    t = {}
+    if not latency:
+        t = time_compiled(jax, compiled, list(args), "jit_mk_candidate", a.warmup, a.iters, not a.no_trace,
+                          a.min_time, a.max_iters)
+        latency = t["latency_s"]
+        out = t.pop("last_output")
+    else:
+        out = compiled(*args)
+    if not cost.get("bytes"):
+        cost["bytes"], bytes_src = _io_bytes(args, out), "inputs + outputs (lower bound)"
+    info = device_info(jax)
+    r = roofline(cost.get("flops"), cost.get("bytes"), latency, chip_peaks(info["device_kind"]))
+    r["flops_source"], r["bytes_source"] = flops_src, bytes_src
+    r["transcendentals"] = cost.get("transcendentals")
+    text = roofline_text(r)
+    return {"status": "ok", "profile": r, "text": text, "latency_s": latency,
+            "method": t.get("method", "given"), "device_info": info}
+
+
+def cmd_baseline(a):
+    task = load_task(a.task, _overrides(a))
+    jax = _jax()
+    ref = reference_module(task)
+    if a.tests:
+        verify_manifest(a.tests, subset={"inputs"})
+        cid = a.case or case_ids(a.tests)[0]
+        args, statics = frozen_case_inputs(a.tests, cid)
+    else:
+        args, statics = make_inputs(task, ref, 0, None, _resolve_dtype(a.dtype))
+    fn = entry_fn(task, ref, statics)
+    try:
+        compiled, times = lower_and_compile(jax, fn, args)
+    except CandidateError as e:
+        raise HarnessError("bad_task", "the reference does not compile: " + error_text(e.exc))
+    t = time_compiled(jax, compiled, args, "jit_mk_reference", a.warmup, a.iters, not a.no_trace,
+                      a.min_time, a.max_iters)
+    out = t.pop("last_output")
+    cost = _cost(compiled)
+    if hasattr(ref, "get_flops"):
+        cost["flops"] = float(ref.get_flops())
+    if not cost.get("bytes"):
+        cost["bytes"] = _io_bytes(args, out)
+    info = device_info(jax)
+    r = roofline(cost.get("flops"), cost.get("bytes"), t["latency_s"], chip_peaks(info["device_kind"]))
+    res = {"status": "ok", **times, **t, "flops": cost.get("flops"), "bytes": cost.get("bytes"),
+           "profile": r, "text": roofline_text(r, "XLA baseline"), "device_info": info}
+    return res
+
+
+# --------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------
+
+def _int_list(s):
+    if not s:
+        return []
+    return [int(x) for x in str(s).replace(" ", "").split(",") if x != ""]
+
+
+def _params(a):
+    if not getattr(a, "params", None):
+        return {}
+    p = json.loads(a.params)
+    if not isinstance(p, dict):
+        raise HarnessError("bad_args", "--params must be a JSON object")
+    return p
+
+
+def _overrides(a):
+    return {"atol": a.atol, "rtol": a.rtol, "name": a.name, "config_index": a.config_index}
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="harness.py", description="mkengine Pallas target harness")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    def add(name, fn, task=True, candidate=False, tests=None, timing=False):
+        s = sub.add_parser(name)
+        s.set_defaults(fn=fn)
+        if task:
+            s.add_argument("--task", required=True, help="task directory")
+            s.add_argument("--atol", type=float)
+            s.add_argument("--rtol", type=float)
+            s.add_argument("--name")
+            s.add_argument("--config-index", type=int, default=0,
+                           help="index into per-configuration atol/rtol lists")
+            s.add_argument("--dtype", help="dtype passed to create_inputs/get_inputs (e.g. bfloat16)")
+        if candidate:
+            s.add_argument("--candidate", required=True, help="candidate kernel.py")
+            s.add_argument("--params", help="JSON object of tunable values")
+            s.add_argument("--interpret", action="store_true", default=bool(os.environ.get("MK_PALLAS_INTERPRET")),
+                           help="force interpret=True on every pallas_call")
+        if tests is not None:
+            s.add_argument("--tests", required=tests, help="frozen tests directory")
+            s.add_argument("--case", help="case id for compile/bench inputs")
+        if timing:
+            s.add_argument("--warmup", type=int, default=3)
+            s.add_argument("--iters", type=int, default=20)
+            s.add_argument("--no-trace", action="store_true", help="wall time only")
+            s.add_argument("--min-time", type=float, default=0.0, help="seconds of timed calls to aim for")
+            s.add_argument("--max-iters", type=int, default=1000)
+        return s
+
+    add("load", cmd_load)
+    s = add("tunables", cmd_tunables, task=False)
+    s.add_argument("--candidate", required=True)
+    s = add("freeze", cmd_freeze, tests=True)
+    s.add_argument("--seeds", default="0,1", help="search seeds; 0 = the task's own inputs")
+    s.add_argument("--heldout", default="1001", help="held-out seeds")
+    s = add("verify", cmd_verify, task=False)
+    s.add_argument("--tests", required=True, help="frozen tests directory")
+    add("compile", cmd_compile, candidate=True, tests=False)
+    for name, fn in (("run", cmd_run), ("check", cmd_check), ("test", cmd_test)):
+        s = add(name, fn, candidate=(name != "check"), tests=True)
+        s.add_argument("--cases", help="comma-separated case ids (default: all search cases)")
+        s.add_argument("--heldout-cases", action="store_true", help="use the held-out cases")
+        if name in ("run", "check"):
+            s.add_argument("--outputs", required=True, help="directory of the candidate's outputs")
+        if name == "check":
+            s.add_argument("--calls", default="first,repeat", help="output sets to check (bench: 'bench')")
+    s = add("bench", cmd_bench, candidate=True, tests=False, timing=True)
+    s.add_argument("--no-check-output", dest="check_output", action="store_false",
+                   help="do not read the expected output here (check it with `check --calls bench`)")
+    s.add_argument("--save-output", help="write the timed runs' output as <case>.bench.npz there")
+    s = add("profile", cmd_profile, candidate=True, tests=False, timing=True)
+    s.add_argument("--latency-s", type=float)
+    add("baseline", cmd_baseline, tests=False, timing=True)
+    return p
+
+
+def _json_default(o):
+    try:
+        import numpy as np  # noqa: PLC0415
+        if isinstance(o, np.generic):
+            return o.item()
+    except ImportError:
+        pass
+    return str(o)
+
+
+def _clean(o):
+    """JSON has no NaN/Inf: map them to null."""
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
+    if isinstance(o, dict):
+        return {k: _clean(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_clean(v) for v in o]
+    return o
+
+
+def main(argv=None):
+    # Candidate code may print: keep the real stdout for our one JSON object
+    # and send everything else (fd 1 included) to stderr.
+    out_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    out = os.fdopen(out_fd, "w")
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:
+        out.write(json.dumps({"status": "error", "error": {"kind": "bad_args", "message": "bad arguments"}}) + "\n")
+        out.flush()
+        return 2 if e.code else 0
+    code = 0
+    try:
+        res = args.fn(args)
+    except HarnessError as e:
+        res = {"status": "error", "error": {"kind": e.kind, "message": e.message}}
+        code = 3
+    except BaseException as e:  # noqa: BLE001 (a harness bug must still answer in JSON)
+        res = {"status": "error", "error": {"kind": "harness", "message": error_text(e) + "\n" + traceback.format_exc()[-3000:]}}
+        code = 3
+    res.setdefault("command", args.cmd)
+    res["harness_version"] = HARNESS_VERSION
+    out.write(json.dumps(_clean(res), default=_json_default) + "\n")
+    out.flush()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

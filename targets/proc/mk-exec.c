@@ -1,0 +1,282 @@
+/* mk-exec.c: the exec wrapper mk.proc starts in front of every child.
+ *
+ *   mk-exec [-m MEM_MB] [-c CPU_S] [-n NPROC] [-f FSIZE_MB] [-w] [-u] -- PROGRAM ARGS...
+ *
+ * libuv spawns this program as a session leader (UV_PROCESS_DETACHED) with
+ * the child's stdin/stdout/stderr on fds 0-2 and a report socket on fd 3.
+ * It exists because libuv has no pre-exec hook and its exit callback has no
+ * rusage. It:
+ *   - forks the real child into a process group of its own (pgid = its pid),
+ *     sets the resource limits there, then execs PROGRAM;
+ *   - is a child subreaper, so descendants that double-fork or setsid are
+ *     reparented to it and can still be killed;
+ *   - on SIGTERM (the engine's timeout/cancel) or when the engine's end of
+ *     fd 3 goes away, kills the child's group and every descendant;
+ *   - when the child exits, kills what is left (background jobs would
+ *     otherwise hold the output pipes open and outlive the run), reaps all
+ *     of it with wait4 and sums the rusage of everything it reaped;
+ *   - reports on fd 3, one line each:
+ *       pid <child pid>
+ *       exec <errno>                 (exec failed: nothing ran)
+ *       exit <raw wait status> <user+sys cpu µs> <max rss KiB>
+ * Running as root, Linux does not enforce RLIMIT_NPROC. Then -u runs the
+ * child as nobody (65534:65534) so the limit holds, and -w first hands its
+ * working directory (a private workdir) to nobody, recursively, so the
+ * child can still write there. (Inside bubblewrap the sandbox does the
+ * switch itself; mk-exec only hands over the workdir.) */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define REPORT_FD 3
+#define NOBODY 65534
+
+static pid_t child;
+static long long cpu_us;
+static long max_rss_kb;
+
+static void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void report(const char *fmt, ...) {
+  char line[256];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (n <= 0) return;
+  const char *p = line;
+  while (n > 0) {
+    ssize_t w = write(REPORT_FD, p, (size_t)n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    p += w;
+    n -= (int)w;
+  }
+}
+
+static void account(const struct rusage *ru) {
+  cpu_us += (long long)ru->ru_utime.tv_sec * 1000000 + ru->ru_utime.tv_usec;
+  cpu_us += (long long)ru->ru_stime.tv_sec * 1000000 + ru->ru_stime.tv_usec;
+  if (ru->ru_maxrss > max_rss_kb) max_rss_kb = ru->ru_maxrss;
+}
+
+/* Kill our direct children (and their groups): after the child's group is
+ * killed, these are descendants that changed group and were reparented to
+ * us, the subreaper. */
+static int kill_children(void) {
+  int found = 0;
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+  FILE *f = fopen(path, "r");
+  if (f) {
+    int pid;
+    while (fscanf(f, "%d", &pid) == 1) {
+      kill(-pid, SIGKILL);
+      kill(pid, SIGKILL);
+      found++;
+    }
+    fclose(f);
+    return found;
+  }
+  /* No CONFIG_PROC_CHILDREN: scan /proc for our children. */
+  DIR *d = opendir("/proc");
+  if (!d) return 0;
+  struct dirent *e;
+  pid_t me = getpid();
+  while ((e = readdir(d))) {
+    char *end;
+    long pid = strtol(e->d_name, &end, 10);
+    if (*end || pid <= 0) continue;
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *s = fopen(path, "r");
+    if (!s) continue;
+    char buf[512];
+    size_t n = fread(buf, 1, sizeof buf - 1, s);
+    fclose(s);
+    buf[n] = 0;
+    char *rp = strrchr(buf, ')'); /* comm may contain spaces */
+    int ppid;
+    if (rp && sscanf(rp + 1, " %*c %d", &ppid) == 1 && ppid == me) {
+      kill(-(pid_t)pid, SIGKILL);
+      kill((pid_t)pid, SIGKILL);
+      found++;
+    }
+  }
+  closedir(d);
+  return found;
+}
+
+static void reap(int block) {
+  int st;
+  struct rusage ru;
+  pid_t p;
+  while ((p = wait4(-1, &st, block ? 0 : WNOHANG, &ru)) > 0) {
+    account(&ru);
+    block = 0;
+  }
+}
+
+/* Kill and reap every descendant; bounded so the wrapper itself can never
+ * hang (processes in uninterruptible sleep die when they wake). */
+static void kill_all(void) {
+  for (int round = 0; round < 1000; round++) {
+    kill(-child, SIGKILL);
+    kill_children();
+    reap(0);
+    siginfo_t si;
+    if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD) return;
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+static int give_to_nobody(const char *path, const struct stat *st, int flag, struct FTW *f) {
+  (void)st;
+  (void)flag;
+  (void)f;
+  lchown(path, NOBODY, NOBODY);
+  return 0;
+}
+
+static void set_limit(int res, rlim_t soft, rlim_t hard) {
+  struct rlimit rl = {soft, hard};
+  setrlimit(res, &rl);
+}
+
+static long opt_num(const char *s, const char *what) {
+  char *end;
+  long v = strtol(s, &end, 10);
+  if (*s == 0 || *end || v < 0) {
+    report("usage invalid %s\n", what);
+    _exit(125);
+  }
+  return v;
+}
+
+int main(int argc, char **argv) {
+  long mem_mb = 0, cpu_s = 0, nproc = 0, fsize_mb = 0;
+  int give_cwd = 0, drop = 0;
+  int i = 1;
+  for (; i < argc; i++) {
+    if (strcmp(argv[i], "--") == 0) { i++; break; }
+    if (strcmp(argv[i], "-w") == 0) { give_cwd = 1; continue; }
+    if (strcmp(argv[i], "-u") == 0) { drop = 1; continue; }
+    if (i + 1 >= argc) break;
+    if (strcmp(argv[i], "-m") == 0) mem_mb = opt_num(argv[++i], "-m");
+    else if (strcmp(argv[i], "-c") == 0) cpu_s = opt_num(argv[++i], "-c");
+    else if (strcmp(argv[i], "-n") == 0) nproc = opt_num(argv[++i], "-n");
+    else if (strcmp(argv[i], "-f") == 0) fsize_mb = opt_num(argv[++i], "-f");
+    else break;
+  }
+  if (i >= argc) {
+    fprintf(stderr, "usage: mk-exec [-m MB] [-c S] [-n N] [-f MB] [-w] [-u] -- PROGRAM ARGS...\n");
+    return 125;
+  }
+  /* Without fd 3 (run by hand) there is no report and no engine to watch. */
+  int watch = fcntl(REPORT_FD, F_SETFD, FD_CLOEXEC) == 0 ? REPORT_FD : -1;
+
+  sigset_t set, old;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCHLD);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  sigprocmask(SIG_BLOCK, &set, &old);
+  signal(SIGPIPE, SIG_IGN);
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+  int ep[2];
+  if (pipe2(ep, O_CLOEXEC) < 0) {
+    report("exec %d\n", errno);
+    return 126;
+  }
+  child = fork();
+  if (child < 0) {
+    report("exec %d\n", errno);
+    return 126;
+  }
+  if (child == 0) {
+    setpgid(0, 0);
+    signal(SIGPIPE, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    set_limit(RLIMIT_CORE, 0, 0);
+    if (mem_mb) set_limit(RLIMIT_AS, (rlim_t)mem_mb << 20, (rlim_t)mem_mb << 20);
+    if (cpu_s) set_limit(RLIMIT_CPU, (rlim_t)cpu_s, (rlim_t)cpu_s + 1);
+    if (fsize_mb) set_limit(RLIMIT_FSIZE, (rlim_t)fsize_mb << 20, (rlim_t)fsize_mb << 20);
+    if (nproc) set_limit(RLIMIT_NPROC, (rlim_t)nproc, (rlim_t)nproc);
+    if (geteuid() == 0 && give_cwd) nftw(".", give_to_nobody, 16, FTW_PHYS);
+    if (geteuid() == 0 && drop && (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0)) {
+      int e = errno;
+      if (write(ep[1], &e, sizeof e) < 0) _exit(127);
+      _exit(127);
+    }
+    execvp(argv[i], argv + i);
+    int e = errno;
+    if (write(ep[1], &e, sizeof e) < 0) _exit(127);
+    _exit(127);
+  }
+  setpgid(child, child); /* both sides, so no kill can find it in our group */
+  close(ep[1]);
+  report("pid %d\n", (int)child);
+  int e;
+  ssize_t n;
+  while ((n = read(ep[0], &e, sizeof e)) < 0 && errno == EINTR) {}
+  close(ep[0]);
+  if (n == (ssize_t)sizeof e) report("exec %d\n", e);
+
+  /* Only the child and its descendants may hold the output pipes now. */
+  int dn = open("/dev/null", O_RDWR);
+  if (dn >= 0) {
+    dup2(dn, 0);
+    dup2(dn, 1);
+    dup2(dn, 2);
+    if (dn > 2) close(dn);
+  }
+
+  int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  int status = 0, done = 0;
+  while (!done) {
+    int st;
+    struct rusage ru;
+    pid_t p;
+    while ((p = wait4(-1, &st, WNOHANG, &ru)) > 0) {
+      account(&ru);
+      if (p == child) { status = st; done = 1; }
+    }
+    if (done || (p < 0 && errno == ECHILD)) break;
+    struct pollfd pf[2] = {{sfd, POLLIN, 0}, {watch, 0, 0}};
+    int r = poll(pf, 2, sfd < 0 ? 100 : -1);
+    if (r < 0 && errno != EINTR) break;
+    int stop = 0;
+    if (pf[0].revents & POLLIN) {
+      struct signalfd_siginfo si;
+      while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+        if (si.ssi_signo != SIGCHLD) stop = 1;
+    }
+    if (pf[1].revents & (POLLHUP | POLLERR | POLLNVAL)) stop = 1; /* engine gone */
+    if (stop) {
+      kill(-child, SIGKILL);
+      kill(child, SIGKILL);
+    }
+  }
+  kill_all();
+  report("exit %d %lld %ld\n", status, cpu_us, max_rss_kb);
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}

@@ -1,0 +1,82 @@
+/* test_proc.c: mk.proc seen from C, so that the sanitizer build (which runs
+ * C tests only) covers proc.c: every path of a run (normal, spawn failure,
+ * timeout, cancel, stdin, truncated and large output, many at once) ends
+ * with its op freed and no handle left open on the loop. */
+#include <stdio.h>
+#include <string.h>
+
+#include "mk.h"
+
+static int passed, failed;
+#define CHECK(cond, name)                                   \
+  do {                                                      \
+    if (cond) {                                             \
+      passed++;                                             \
+      printf("ok   %s\n", name);                            \
+    } else {                                                \
+      failed++;                                             \
+      printf("FAIL %s (%s:%d)\n", name, __FILE__, __LINE__); \
+    }                                                       \
+  } while (0)
+
+static int run(const char *src) {
+  mk_runtime *rt = mk_runtime_new();
+  lua_State *L = mk_runtime_state(rt);
+  if (luaL_loadstring(L, src) != LUA_OK) {
+    fprintf(stderr, "%s\n", lua_tostring(L, -1));
+    mk_runtime_free(rt);
+    return -1;
+  }
+  int code = mk_runtime_run_main(rt, 0);
+  mk_runtime_free(rt);
+  return code;
+}
+
+#define PRELUDE "local proc = require 'mk.proc'\nlocal task = require 'mk.task'\n"
+
+int main(void) {
+  int code = run(PRELUDE "local r = proc.run{argv = {'sh', '-c', 'echo hi; exit 4'}}\n"
+                         "return (r.status == 'exited' and r.code == 4 and r.stdout == 'hi\\n') and 0 or 10\n");
+  CHECK(code == 0, "proc/a run returns its exit code and output");
+  CHECK(mk_op_live() == 0, "proc/the op of a finished run is freed");
+
+  code = run(PRELUDE "local r, e = proc.run{argv = {'no-such-program-mk'}}\n"
+                     "return (r == nil and e.kind == 'spawn') and 0 or 11\n");
+  CHECK(code == 0, "proc/a missing program is a spawn error");
+
+  code = run(PRELUDE "local r = proc.run{argv = {'sleep', '100'}, timeout = 0.2}\n"
+                     "return r.status == 'timeout' and 0 or 12\n");
+  CHECK(code == 0, "proc/a timeout kills the child");
+  CHECK(mk_op_live() == 0, "proc/the op of a timed-out run is freed");
+
+  code = run(PRELUDE "local ok = task.timeout(0.2, proc.run, {argv = {'sleep', '100'}})\n"
+                     "if ok ~= nil then return 13 end\n"
+                     "for _ = 1, 200 do\n"
+                     "  if task.stats().ops == 0 then return 0 end\n"
+                     "  task.sleep(0.01)\n"
+                     "end\n"
+                     "return 23\n");
+  CHECK(code == 0, "proc/cancelling the waiting task ends the wait, then the op finishes");
+  CHECK(mk_op_live() == 0, "proc/a cancelled run's op is freed once the process is gone");
+
+  code = run(PRELUDE "local r = proc.run{argv = {'wc', '-c'}, stdin = string.rep('z', 3000000)}\n"
+                     "local r2 = proc.run{argv = {'true'}, stdin = string.rep('z', 3000000)}\n"
+                     "return (r.stdout:match('%d+') == '3000000' and r2.code == 0) and 0 or 14\n");
+  CHECK(code == 0, "proc/stdin is delivered, or dropped when the child does not read it");
+
+  code = run(PRELUDE "local r = proc.run{argv = {'head', '-c', '5000000', '/dev/zero'}, max_output = 1000}\n"
+                     "local r2 = proc.run{argv = {'head', '-c', '5000000', '/dev/zero'}}\n"
+                     "return (#r.stdout == 1000 and r.truncated and #r2.stdout == 5000000) and 0 or 15\n");
+  CHECK(code == 0, "proc/output is truncated at max_output, kept whole below it");
+
+  code = run(PRELUDE "local hs = {}\n"
+                     "for i = 1, 20 do hs[i] = task.spawn(proc.run, {argv = {'sh', '-c', 'echo ' .. i}}) end\n"
+                     "for i = 1, 20 do if task.await(hs[i]).stdout ~= i .. '\\n' then return 16 end end\n"
+                     "return 0\n");
+  CHECK(code == 0, "proc/20 concurrent runs each get their own output");
+
+  CHECK(mk_op_live() == 0, "proc/no op left alive");
+
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,101 @@
+-- Every hostile candidate in tests/hostile gets the status named in its
+-- header while the engine keeps running, and nothing escapes: no file
+-- appears outside the candidate's directory, the frozen tests stay intact.
+local t = dofile("tests/lua/lib/t.lua")
+local fs = require "mk.fs"
+local eval = require "mk.eval"
+
+local DIR = "tests/hostile"
+local evs = {}
+
+local function evaluator(task)
+  if evs[task] then return evs[task] end
+  local dir = fs.exists("examples/tasks/c/" .. task .. "/task.lua") and ("examples/tasks/c/" .. task) or (DIR .. "/" .. task)
+  local sizes = task == "rmsnorm" and { rows = 256, cols = 384 } or nil
+  evs[task] = eval.new(dir, { bench_sizes = sizes, threads = 1, llc_bytes = 1 << 20, timeout = 10, mem_mb = 512,
+    bench = { min_time = 0.05, min_reps = 5 } })
+  evs[task]:freeze()
+  return evs[task]
+end
+
+-- float32 from 4 little-endian bytes, printed exactly as a C literal
+local function first_float(path)
+  local s = assert(fs.read(path))
+  return string.format("%.9gf", (string.unpack("<f", s)))
+end
+
+local function fill(src, ev)
+  src = src:gsub("@TESTS_DIR@", (fs.realpath(ev.tests_dir)))
+  if src:find("@SEEN@", 1, true) then
+    local vals = {}
+    for _, c in ipairs(fs.list(ev.tests_dir .. "/inputs") or {}) do
+      if c:match("^search_") or c:match("^bench_") then
+        vals[#vals + 1] = first_float(ev.tests_dir .. "/inputs/" .. c .. "/x.bin")
+      end
+    end
+    src = src:gsub("@SEEN@", table.concat(vals, ", "))
+  end
+  return src
+end
+
+local files = {}
+for _, f in ipairs(fs.list(DIR)) do
+  if f:match("%.c$") then files[#files + 1] = f end
+end
+
+t.test("the hostile set covers every cheat and fault class of issue 4", function()
+  local have = {}
+  for _, f in ipairs(files) do have[f:gsub("%.c$", "")] = true end
+  for _, n in ipairs { "compile_error", "wrong", "nan", "unwritten", "zeros_small", "hang", "crash", "membomb",
+    "forkbomb", "huge_output", "write_outside", "read_expected", "seen_seeds", "some_calls", "call_reference",
+    "patched_timer" } do
+    t.ok(have[n], "missing hostile candidate " .. n)
+  end
+end)
+
+for _, f in ipairs(files) do
+  local src0 = fs.read(DIR .. "/" .. f)
+  local expect = src0:match("// expect: (%S+)")
+  local task = src0:match("// task: (%S+)")
+  local check = src0:match("// check: (%S+)")
+  local msg = src0:match("// message: ([^\n]+)")
+  t.test(f .. " is classified " .. expect .. (check and (" by the " .. check .. " check") or ""), function()
+    local ev = evaluator(task)
+    local src = fill(src0, ev)
+    local r = ev:evaluate(src)
+    local got = r
+    if check == "heldout" then
+      t.eq(r.status, "ok", f .. " should pass the search tests first: " .. tostring(r.message))
+      got = ev:heldout(src)
+      t.eq(got.correct, false)
+    end
+    t.eq(got.status, expect, f .. ": " .. tostring(got.message))
+    if expect ~= "ok" then t.eq(got.correct, false) end
+    if msg then t.contains(got.message, msg) end
+    if f == "patched_timer_hidden.c" then
+      t.ok(r.latency_s >= 4e-3, "latency must reflect the real work, got " .. tostring(r.latency_s))
+    end
+  end)
+end
+
+t.test("nothing escaped: no files written outside, frozen tests still verify", function()
+  t.ok(not fs.exists("/tmp/mkengine-pwned"), "/tmp/mkengine-pwned exists")
+  t.ok(not fs.exists("/tmp/mkengine-pwned-hidden"), "/tmp/mkengine-pwned-hidden exists")
+  for name, ev in pairs(evs) do
+    ev.frozen = nil
+    local ok, err = pcall(ev.freeze, ev)
+    t.ok(ok, name .. ": " .. tostring(err))
+    t.eq(ev.frozen.fresh, false)
+  end
+end)
+
+t.test("after the hostile set the engine still evaluates a good kernel", function()
+  local ev = evaluator("rmsnorm")
+  local r = ev:evaluate(fs.read("examples/tasks/c/rmsnorm/scripted/simd.c"))
+  t.eq(r.status, "ok", r.message)
+  t.eq(r.correct, true)
+  t.ok(r.latency_s > 0 and r.baseline_latency_s > 0)
+  for _, e in pairs(evs) do e:close() end
+end)
+
+return t.run()

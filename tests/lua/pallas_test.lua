@@ -1,0 +1,277 @@
+-- Target `pallas` (lua/mk/targets/pallas.lua + targets/pallas/harness.py).
+-- Loading, detection and tunables run everywhere. The compile/test/bench
+-- path runs with real JAX when the harness's python3 has it; otherwise with
+-- the numpy stand-in for JAX (tests/python/fakejax) when an interpreter has
+-- numpy: that checks the Lua <-> harness plumbing, not JAX. Real Pallas
+-- kernels (interpret mode) need JAX and are skipped without it.
+local t = dofile("tests/lua/lib/t.lua")
+local fs = require "mk.fs"
+local pallas = require "mk.targets.pallas"
+
+local SUITE = "examples/suites/pallas"
+local TINY = "tests/python/tasks/tiny_rmsnorm"
+local CANDS = "tests/python/candidates"
+
+local function sh_ok(cmd)
+  return os.execute(cmd .. " >/dev/null 2>&1") == true
+end
+
+local default_py = os.getenv("MK_PYTHON") or "python3"
+local HAVE_JAX = sh_ok(default_py .. " -c 'import jax'")
+local NUMPY_PY
+for _, py in ipairs { default_py, "/usr/bin/python3" } do
+  if not NUMPY_PY and sh_ok(py .. " -c 'import numpy'") then NUMPY_PY = py end
+end
+
+local function read(p) return assert(fs.read(p)) end
+
+t.test("detect recognises JAXBench, MaxKernel and task.lua layouts", function()
+  t.ok(pallas.detect(SUITE .. "/rmsnorm"))
+  t.ok(pallas.detect("tests/python/tasks/tiny_maxkernel"))
+  t.ok(pallas.detect("examples/tasks/pallas/rmsnorm"))
+  local d = fs.tmpdir("mk-pallas-")
+  assert(fs.write(d .. "/task.lua", 'return { name = "x", target = "c" }'))
+  t.eq(pallas.detect(d), false, "a C task.lua is not a Pallas task")
+  t.eq(pallas.detect(d .. "/missing"), false)
+  fs.rm_rf(d)
+end)
+
+t.test("load of a JAXBench baseline.py gives the interface fields", function()
+  local task = assert(pallas.load(SUITE .. "/rmsnorm"))
+  t.eq(pallas.last_runner, "proc", "inside a task the harness runs through mk.proc")
+  t.eq(task.name, "rmsnorm")
+  t.eq(task.target, "pallas")
+  t.eq(task.format, "jaxbench")
+  t.eq(task.candidate_file, "kernel.py")
+  t.eq(task.signature, "def workload(x, scale):")
+  t.eq(task.entry, "workload")
+  t.near(task.tolerance.atol, 1e-3, 1e-12)
+  t.near(task.tolerance.rtol, 1e-3, 1e-12)
+  t.contains(task.reference, "def workload(x, scale):")
+  t.contains(task.description, "RMSNorm")
+  t.eq(task.dir:sub(1, 1), "/")
+  t.eq(#task.test_configs, 2)
+end)
+
+t.test("every suite task loads with a signature and a description", function()
+  local n = 0
+  for _, name in ipairs(fs.list(SUITE)) do
+    local task, err = pallas.load(SUITE .. "/" .. name)
+    t.ok(task, name .. ": " .. tostring(err and err.message))
+    t.matches(task.signature, "^def workload%(")
+    t.ok(#task.description > 20, name)
+    n = n + 1
+  end
+  t.ok(n >= 5, "at least five suite tasks")
+end)
+
+t.test("load of a MaxKernel task reads kernel_task.yaml", function()
+  local task = assert(pallas.load("tests/python/tasks/tiny_maxkernel"))
+  t.eq(task.name, "tiny_scaled_relu")
+  t.eq(task.format, "maxkernel")
+  t.eq(task.signature, "def computation(x, alpha):")
+  t.near(task.tolerance.atol, 1e-5, 1e-15)
+  t.near(task.tolerance.rtol, 1e-3, 1e-15)
+end)
+
+t.test("load of our task.lua format takes metadata from task.lua", function()
+  local task = assert(pallas.load("examples/tasks/pallas/rmsnorm"))
+  t.eq(task.format, "mk")
+  t.contains(task.description, "Row-wise RMS normalisation")
+  t.near(task.tolerance.atol, 1e-4, 1e-15)
+  t.same(task.heldout_seeds, { 1001, 1002 })
+  t.eq(task.reference_file, "reference.py")
+end)
+
+t.test("load of a bad directory returns bad_task", function()
+  local task, err = pallas.load("/nonexistent/task")
+  t.eq(task, nil)
+  t.eq(err.kind, "bad_task")
+  local d = fs.tmpdir("mk-pallas-")
+  assert(fs.write(d .. "/baseline.py", "def create_inputs():\n    pass\n"))
+  task, err = pallas.load(d)
+  t.eq(task, nil)
+  t.eq(err.kind, "bad_task")
+  t.contains(err.message, "workload")
+  fs.rm_rf(d)
+end)
+
+t.test("tunables parses the Python and C forms and refuses bad lines", function()
+  t.same(pallas.tunables("# mk:tune block_m = [128, 256]\nx = 1\n#mk:tune mode=['a', \"b\"]\n// mk:tune B 8 16\n"), {
+    { name = "block_m", values = { 128, 256 } },
+    { name = "mode", values = { "a", "b" } },
+    { name = "B", values = { 8, 16 } },
+  })
+  t.same(pallas.tunables("# mk:tune f = [0.5, True]\n"), { { name = "f", values = { 0.5, true } } })
+  t.raises(function() pallas.tunables("# mk:tune a = 3\n") end)
+  t.raises(function() pallas.tunables("# mk:tune a = []\n") end)
+  t.raises(function() pallas.tunables("# mk:tune a = [1]\n# mk:tune a = [2]\n") end)
+  t.same(pallas.tunables(read(CANDS .. "/tunable.py")), { { name = "eps_scale", values = { 1, 10000 } } })
+end)
+
+t.test("decode takes the last JSON line of the harness output", function()
+  t.same(pallas.decode('noise\n{"status": "ok", "n": 1}\n\n'), { status = "ok", n = 1 })
+  t.eq(pallas.decode("not json\n"), nil)
+  t.eq(pallas.decode(""), nil)
+end)
+
+t.test("without JAX a step returns status error with kind no_jax, never raises", function()
+  if HAVE_JAX then return t.skip("JAX is importable by " .. default_py) end
+  local task = assert(pallas.load(TINY))
+  local d = fs.tmpdir("mk-pallas-")
+  local r = pallas.freeze(task, d .. "/tests")
+  t.eq(r.status, "error")
+  t.eq(r.kind, "no_jax")
+  t.contains(r.message, "JAX")
+  fs.rm_rf(d)
+end)
+
+-- End to end through the Lua target: real JAX, or the numpy stand-in.
+local function e2e_setup()
+  if not HAVE_JAX then
+    if not NUMPY_PY then return nil, "neither JAX nor numpy importable: end-to-end pallas tests skipped" end
+    pallas.python = NUMPY_PY
+    pallas.env = { PYTHONPATH = fs.realpath("tests/python/fakejax"), MK_PALLAS_POISON_MB = "1" }
+  end
+  return true
+end
+
+local function e2e_teardown()
+  pallas.python, pallas.env = nil, nil
+end
+
+t.test("freeze, compile, test, bench, profile, baseline end to end (" ..
+  (HAVE_JAX and "real JAX" or "numpy stand-in for JAX") .. ")", function()
+  local ok, why = e2e_setup()
+  if not ok then return t.skip(why) end
+  local task = assert(pallas.load(TINY))
+  task.seeds, task.heldout_seeds = { 0, 1 }, { 1001 }
+  local d = fs.tmpdir("mk-pallas-")
+  local tests = d .. "/tests"
+  local f = pallas.freeze(task, tests)
+  t.eq(f.status, "ok", f.message)
+  t.eq(f.fresh, true)
+  t.eq(#f.cases, 4)
+  t.eq(#f.manifest_sha, 64)
+  local again = pallas.freeze(task, tests)
+  t.eq(again.status, "ok", again.message)
+  t.eq(again.fresh, false)
+  t.eq(again.manifest_sha, f.manifest_sha)
+
+  local good = pallas.compile(task, { ["kernel.py"] = read(CANDS .. "/good.py") }, d .. "/good", { tests_dir = tests })
+  t.eq(good.status, "ok", good.message)
+  local r = pallas.test(task, good, tests)
+  t.eq(r.status, "ok", r.message)
+  t.eq(r.correct, true)
+  t.eq(#r.cases, 6)
+  r = pallas.test(task, good, tests, { group = "heldout" })
+  t.eq(r.status, "ok", r.message)
+  t.eq(#r.cases, 2)
+
+  local b = pallas.bench(task, good, { tests_dir = tests, iters = 5, warmup = 1 })
+  t.eq(b.status, "ok", b.message)
+  t.ok(b.latency_s > 0)
+  t.eq(b.reps, 5)
+  local p = pallas.profile(task, good, { tests_dir = tests, latency_s = b.latency_s })
+  t.eq(p.status, "ok", p.message)
+  t.contains(p.text, "latency")
+  local base = pallas.baseline(task, { tests_dir = tests, iters = 3, warmup = 1 })
+  t.eq(base.status, "ok", base.message)
+  t.ok(base.latency_s > 0)
+  t.eq(math.tointeger(base.flops), 4 * 16 * 128)
+
+  local wrong = pallas.compile(task, { ["kernel.py"] = read(CANDS .. "/wrong_eps.py") }, d .. "/wrong", { tests_dir = tests })
+  t.eq(wrong.status, "ok")
+  r = pallas.test(task, wrong, tests)
+  t.eq(r.status, "incorrect")
+  t.eq(r.correct, false)
+  t.contains(r.message, "outside atol")
+  local wb = pallas.bench(task, wrong, { tests_dir = tests, iters = 3, warmup = 1 })
+  t.eq(wb.status, "incorrect", "the timed runs' output is checked")
+  t.contains(wb.message, "timed runs")
+
+  local typo = pallas.compile(task, { ["kernel.py"] = read(CANDS .. "/syntax.py") }, d .. "/typo", { tests_dir = tests })
+  t.eq(typo.status, "compile_error")
+  t.eq(typo.phase, "import")
+  t.contains(typo.message, "SyntaxError")
+  r = pallas.test(task, typo, tests)
+  t.eq(r.status, "compile_error", "test passes a failed build's status through")
+
+  local tun = pallas.compile(task, { ["kernel.py"] = read(CANDS .. "/tunable.py") }, d .. "/tun",
+    { tests_dir = tests, defines = { eps_scale = 1 } })
+  t.eq(pallas.test(task, tun, tests).status, "ok", "the tuned value reaches the candidate")
+
+  local bad = pallas.compile(task, { ["kernel.py"] = read(CANDS .. "/rejected.py") }, d .. "/bad", { tests_dir = tests })
+  t.eq(bad.status, "rejected")
+  e2e_teardown()
+  fs.rm_rf(d)
+end)
+
+t.test("mk.eval evaluates a Pallas candidate: autotune keeps the correct configuration, held-out passes", function()
+  local ok, why = e2e_setup()
+  if not ok then return t.skip(why) end
+  local task = assert(require("mk.targets").load_task(TINY))
+  t.eq(task.target, "pallas")
+  local ev = require("mk.eval").new(task, { jobs = 2, bench = { min_reps = 3, max_reps = 5, warmup = 1 } })
+  local src = read(CANDS .. "/tunable_ok.py")
+  local r = ev:evaluate(src, { profile = true })
+  t.eq(r.status, "ok", r.message)
+  t.ok(r.speedup > 0)
+  t.same(r.tune.params, { eps_scale = 1 })
+  t.eq(#r.tune.tried, 2)
+  t.contains(r.profile.text, "latency")
+  t.eq(ev:heldout(src).correct, true)
+  local bad = ev:evaluate(read(CANDS .. "/zeros.py"))
+  t.eq(bad.status, "incorrect")
+  t.contains(bad.message, "all zeros")
+  ev:close()
+  e2e_teardown()
+end)
+
+t.test("with opts.sandbox a candidate runs under bubblewrap without the expected outputs", function()
+  local ok, why = e2e_setup()
+  if not ok then return t.skip(why) end
+  local sb = require "mk.sandbox"
+  if not sb.available() then e2e_teardown(); return t.skip("bubblewrap cannot run here") end
+  if not HAVE_JAX then pallas.sandbox_ro = { pallas.env.PYTHONPATH } end
+  local task = assert(pallas.load(TINY))
+  task.seeds, task.heldout_seeds = { 0 }, {}
+  local d = fs.tmpdir("mk-pallas-")
+  local tests = d .. "/tests"
+  t.eq(pallas.freeze(task, tests).status, "ok")
+  local opts = { tests_dir = tests, sandbox = true }
+  local b = pallas.compile(task, { ["kernel.py"] = read(CANDS .. "/good.py") }, d .. "/good", opts)
+  t.eq(b.status, "ok", b.message)
+  local r = pallas.test(task, b, tests, opts)
+  t.eq(r.status, "ok", r.message)
+  local bb = pallas.bench(task, b, { tests_dir = tests, sandbox = true, iters = 3, warmup = 1 })
+  t.eq(bb.status, "ok", bb.message)
+  -- A probe through the same sandbox: the inputs are visible, expected/ is not.
+  local proc = require "mk.proc"
+  local res = proc.run { argv = { "/bin/sh", "-c", "ls " .. tests .. "/inputs >/dev/null && ls " .. tests .. "/expected" },
+    sandbox = { workdir = d .. "/good", ro = { tests .. "/inputs" } } }
+  t.ok(res.code ~= 0, "expected/ must not be visible in the sandbox")
+  pallas.sandbox_ro = {}
+  e2e_teardown()
+  fs.rm_rf(d)
+end)
+
+t.test("bank kernels of examples/tasks/pallas/rmsnorm get their expected verdicts (interpret mode)", function()
+  if not HAVE_JAX then return t.skip("JAX not importable by " .. default_py .. ": Pallas kernels cannot run") end
+  local task = assert(pallas.load("examples/tasks/pallas/rmsnorm"))
+  task.interpret = true
+  local d = fs.tmpdir("mk-pallas-")
+  local tests = d .. "/tests"
+  t.eq(pallas.freeze(task, tests).status, "ok")
+  local bank = dofile("examples/tasks/pallas/rmsnorm/scripted/bank.lua")
+  for id, k in pairs(bank.kernels) do
+    local src = read("examples/tasks/pallas/rmsnorm/scripted/" .. k.file)
+    local b = pallas.compile(task, { ["kernel.py"] = src }, d .. "/" .. id, { tests_dir = tests })
+    local r = pallas.test(task, b, tests)
+    local want = (k.expect == "fast" or k.expect == "slow") and "ok" or k.expect
+    t.eq(r.status, want, id .. ": " .. tostring(r.message))
+  end
+  fs.rm_rf(d)
+end)
+
+return t.run()

@@ -1,0 +1,198 @@
+-- Strategies on the scripted model with a FAKE evaluator (a labelled test
+-- double that maps each bank kernel's `expect` to a verdict instantly), so
+-- the graph shape each strategy builds can be checked exactly and fast.
+-- The end-to-end tests with the real evaluator are in run_test.lua.
+local t = dofile("tests/lua/lib/t.lua")
+local fs = require "mk.fs"
+local graph_lib = require "mk.graph"
+local llm = require "mk.llm"
+local context = require "mk.context"
+local runner = require "mk.runner"
+require "mk.llm.scripted"
+
+local TASK_DIR = "examples/suites/cpu/attention"
+
+local function load_task()
+  local spec = dofile(TASK_DIR .. "/task.lua")
+  return {
+    name = spec.name, target = "c", dir = fs.realpath(TASK_DIR), candidate_file = "kernel.c",
+    description = spec.description, signature = "void kernel(...)", reference = fs.read(TASK_DIR .. "/reference.c"),
+    tolerance = spec.tolerance or { atol = 1e-4, rtol = 1e-4 }, sizes = spec.sizes, test_sizes = spec.test_sizes,
+  }
+end
+
+local bank = dofile(TASK_DIR .. "/scripted/bank.lua")
+local BASE = 0.010
+
+-- fake evaluator: verdict from the bank's `expect` of the kernel id in the code
+local function fake_eval()
+  local ev = { calls = 0, tuned = 0 }
+  function ev:evaluate(files, o)
+    self.calls = self.calls + 1
+    if o and o.tune then self.tuned = self.tuned + 1 end
+    local id = (files["kernel.c"] or ""):match("bank:([%w_%-]+)")
+    local k = id and bank.kernels[id]
+    local expect = k and k.expect or "compile_error"
+    if expect == "fast" or expect == "slow" then
+      local lat = expect == "fast" and BASE / 2 or BASE * 1.25
+      return { status = "ok", correct = true, latency_s = lat, baseline_latency_s = BASE, speedup = BASE / lat,
+        profile = { text = "memory-bound at 10 GB/s (fake profile)" }, device_s = 0 }
+    end
+    return { status = expect, correct = false, message = "fake " .. expect .. " for " .. tostring(id), device_s = 0 }
+  end
+  function ev:heldout() return { correct = true, status = "ok" } end
+  return ev
+end
+
+local function make_ctx(opts, seed, budget)
+  local dir = fs.tmpdir("mk-strat")
+  local g = assert(graph_lib.open(dir .. "/graph.git", { create = true }))
+  local client = llm.client { provider = "scripted", model = "scripted" }
+  local ev = fake_eval()
+  local ctx = context.new { task = load_task(), graph = g, eval = ev, llm = client, opts = opts or {},
+    seed = seed or 1, budget = budget }
+  ctx:step("root", function()
+    return { parents = {}, kind = "reference", status = "ok", files = { ["kernel.c"] = "ref" },
+      metrics = { latency_s = BASE, speedup = 1.0 } }
+  end)
+  return ctx, ev, g, dir
+end
+
+local function count(g, pred)
+  local n = 0
+  for _, node in ipairs(g:nodes()) do if pred(node) then n = n + 1 end end
+  return n
+end
+
+local function strategy_opts(name, set)
+  local s = runner.load_strategy(name)
+  return runner.options(s, set, name), s
+end
+
+t.test("auto makes one implement node per iteration and returns the fastest correct node", function()
+  local opts, s = strategy_opts("auto", { iters = 3, tune = false })
+  local ctx, _, g = make_ctx(opts)
+  local best = s.run(ctx, opts)
+  t.eq(count(g, function(n) return n.kind == "implement" end), 3)
+  -- every fix node follows a compile error, never more than max_fix in a row
+  for _, n in ipairs(g:nodes()) do
+    if n.kind == "fix" then t.eq(g:get(n.parents[1]).status, "compile_error") end
+  end
+  if best then
+    t.eq(best.status, "ok")
+    for _, n in ipairs(g:nodes()) do
+      if n.status == "ok" and n.kind ~= "reference" then t.ok(n.metrics.latency_s >= best.metrics.latency_s) end
+    end
+  end
+end)
+
+t.test("beam with width 2, depth 2, branches 2, inner_iters 1 runs exactly 6 inner Auto runs", function()
+  local opts, s = strategy_opts("beam", { width = 2, depth = 2, branches = 2, inner_iters = 1, tune = false })
+  local ctx, _, g = make_ctx(opts, 3)
+  s.run(ctx, opts)
+  -- depth 1: root x 2 branches; depth 2: 2 beam nodes x 2 branches
+  t.eq(count(g, function(n) return n.kind == "implement" end), 6)
+  local depth1 = count(g, function(n) return n.kind == "implement" and n.parents[1] == g:root().id end)
+  t.eq(depth1, 2)
+  -- every branch was steered by a direction from the C menu
+  local menu = require "strategies.directions.c"
+  for _, n in ipairs(g:nodes()) do
+    if n.kind == "implement" then
+      local found = false
+      for _, d in ipairs(menu) do if n.meta.direction == d then found = true end end
+      t.ok(found, "implement node without a menu direction")
+    end
+  end
+end)
+
+t.test("parallel runs `trajectories` independent trajectories from the root", function()
+  local opts, s = strategy_opts("parallel", { trajectories = 3, iters = 2, tune = false })
+  local ctx, _, g = make_ctx(opts)
+  s.run(ctx, opts)
+  t.eq(count(g, function(n) return n.kind == "implement" end), 6)
+  t.eq(count(g, function(n) return n.kind == "implement" and n.parents[1] == g:root().id end) >= 3, true)
+end)
+
+t.test("zeroshot makes n implement-only children of the root and no fix or tune nodes", function()
+  local opts, s = strategy_opts("zeroshot", { n = 12 })
+  local ctx, ev, g = make_ctx(opts)
+  local best = s.run(ctx, opts)
+  t.eq(count(g, function(n) return n.kind == "implement" and n.parents[1] == g:root().id end), 12)
+  t.eq(count(g, function(n) return n.kind == "fix" or n.kind == "tune" end), 0)
+  t.eq(ev.calls, 12)
+  t.ok(best and best.status == "ok", "12 samples of this bank contain a correct kernel")
+end)
+
+t.test("greedy expands the current best node each step", function()
+  local opts, s = strategy_opts("greedy", { steps = 4, tune = false })
+  local ctx, _, g = make_ctx(opts, 5)
+  s.run(ctx, opts)
+  t.eq(count(g, function(n) return n.kind == "implement" end), 4)
+end)
+
+t.test("evolve: initial population plus population children per generation", function()
+  local opts, s = strategy_opts("evolve", { population = 3, generations = 2, crossover = 0.5 })
+  local ctx, _, g = make_ctx(opts, 7)
+  s.run(ctx, opts)
+  local firsts = count(g, function(n) return n.kind == "implement" or n.kind == "crossover" end)
+  t.eq(firsts, 3 * 3) -- generation 0 (initial) + 2 generations, 3 children each
+end)
+
+t.test("tuning adds a tune node after each correct implement node", function()
+  local opts, s = strategy_opts("auto", { iters = 4, tune = true })
+  local ctx, ev, g = make_ctx(opts, 2)
+  s.run(ctx, opts)
+  local ok_impl = count(g, function(n) return (n.kind == "implement" or n.kind == "fix") and n.status == "ok" end)
+  t.eq(count(g, function(n) return n.kind == "tune" end), ok_impl)
+  t.eq(ev.tuned, ok_impl)
+end)
+
+t.test("the token budget stops expansion", function()
+  local opts, s = strategy_opts("parallel", { trajectories = 4, iters = 5, tune = false })
+  local budget = require("mk.budget").new { tokens = 6000 }
+  local ctx, _, g = make_ctx(opts, 1, budget)
+  s.run(ctx, opts)
+  local unlimited_ctx, _, g2 = make_ctx(opts, 1)
+  s.run(unlimited_ctx, opts)
+  t.ok(g:len() < g2:len(), "budgeted run made " .. g:len() .. " nodes, unlimited " .. g2:len())
+  t.ok(ctx:exhausted(), "budget should be spent")
+end)
+
+t.test("outcomes vary with the seed and repeat with the same seed", function()
+  local function signature(seed)
+    local opts, s = strategy_opts("zeroshot", { n = 6 })
+    local ctx, _, g = make_ctx(opts, seed)
+    s.run(ctx, opts)
+    local parts = {}
+    for _, n in ipairs(g:nodes()) do parts[#parts + 1] = (n:file("kernel.c") or ""):match("bank:([%w_%-]+)") or "-" end
+    table.sort(parts)
+    return table.concat(parts, ",")
+  end
+  t.eq(signature(11), signature(11))
+  local differs = false
+  for seed = 12, 16 do if signature(seed) ~= signature(11) then differs = true end end
+  t.ok(differs, "five other seeds all gave the same samples")
+end)
+
+t.test("re-running a strategy on the same graph recomputes nothing (resume)", function()
+  local opts, s = strategy_opts("beam", { width = 2, depth = 2, branches = 2, inner_iters = 1, tune = false })
+  local ctx, ev, g, dir = make_ctx(opts, 4)
+  s.run(ctx, opts)
+  local n1, calls1 = g:len(), ev.calls
+  g:close()
+  local g2 = assert(graph_lib.open(dir .. "/graph.git"))
+  local ctx2 = context.new { task = load_task(), graph = g2, eval = ev, llm = ctx.llm, opts = opts, seed = 4 }
+  s.run(ctx2, opts)
+  t.eq(g2:len(), n1)
+  t.eq(ev.calls, calls1)
+end)
+
+t.test("an unknown strategy option is an input error naming the known ones", function()
+  local err = t.raises(function() strategy_opts("beam", { widht = 3 }) end, "unknown option 'widht'")
+  t.eq(err.exit, 2)
+  t.contains(tostring(err), "width")
+  t.raises(function() strategy_opts("beam", { width = "wide" }) end, "must be a number")
+  t.raises(function() runner.load_strategy("nosuch") end, "unknown strategy 'nosuch'")
+end)
+
+return t.run()

@@ -1,0 +1,131 @@
+-- mk.sweep: a script over 4 configurations with an injected runner, the
+-- results table, resuming a sweep, errors, and the HTML report of it.
+local t = dofile("tests/lua/lib/t.lua")
+local cjson = require "cjson"
+local fs = require "mk.fs"
+local task = require "mk.task"
+local sweep = require "mk.sweep"
+local fakerun = dofile("tests/lua/lib/fakerun.lua")
+
+local tmp = fs.tmpdir("mk-sweep-test-")
+local suite = tmp .. "/suite"
+for _, n in ipairs({ "a", "b" }) do
+  fs.mkdirs(suite .. "/" .. n)
+  fs.write(suite .. "/" .. n .. "/task.lua", "return {}\n")
+end
+
+local calls, running, max_running = {}, 0, 0
+local function runner(o)
+  calls[#calls + 1] = o
+  running = running + 1
+  max_running = math.max(max_running, running)
+  task.sleep(0.01)
+  running = running - 1
+  local w = o.set and o.set.width or 1
+  local s = fakerun.make { dir = o.run_dir, nodes = 3 + w, best = 1 + w / 4 + (o.seed or 1) / 100, seed = o.seed or 1,
+    task = o.task:match("[^/]+$"), strategy = o.strategy }
+  return s
+end
+
+local script = tmp .. "/grid.lua"
+fs.write(script, [[
+local task = arg[1]
+local configs = {}
+for _, g in ipairs(mk.grid { width = { 2, 3 }, depth = { 1, 2 } }) do
+  configs[#configs + 1] = { strategy = "beam", task = task, seed = 7, set = g }
+end
+local sums = mk.map(configs, mk.run, { concurrency = 2 })
+local best = {}
+for i, s in ipairs(sums) do best[i] = s.best.speedup end
+return best
+]])
+
+local out = tmp .. "/sw"
+
+t.test("a sweep over 4 configurations runs each once, 2 at a time, and returns their summaries", function()
+  local res = assert(sweep.run_file(script, { out = out, runner = runner, args = { suite .. "/a" },
+    defaults = { model = "scripted" } }))
+  t.eq(#calls, 4)
+  t.eq(max_running, 2)
+  for _, c in ipairs(calls) do
+    t.eq(c.model, "scripted")
+    t.eq(c.seed, 7)
+    t.eq(c.task, suite .. "/a")
+  end
+  t.eq(#res.entries, 4)
+  -- grid order: keys sorted (depth, width), so width varies fastest
+  t.eq(res.entries[1].label, "beam a depth=1 width=2 seed=7")
+  t.eq(res.entries[2].params.set.width, 3)
+  t.near(res.returned[2], 1 + 3 / 4 + 0.07, 1e-12)
+  t.eq(res.totals.entries, 4)
+  t.ok(res.totals.cost.input_tokens > 0)
+end)
+
+t.test("the sweep writes one results.json with one entry per call", function()
+  local r = cjson.decode(assert(fs.read(out .. "/results.json")))
+  t.eq(r.kind, "sweep")
+  t.eq(#r.entries, 4)
+  t.ok(r.finished)
+  for _, e in ipairs(r.entries) do
+    t.ok(fs.exists(out .. "/" .. e.run_dir .. "/summary.json"), e.run_dir)
+    t.eq(e.how, "ran")
+  end
+  local txt = sweep.format(r)
+  t.contains(txt, "beam a depth=2 width=3 seed=7")
+  t.contains(txt, "total: 4 entries")
+end)
+
+t.test("running the sweep again reads finished entries instead of rerunning", function()
+  calls = {}
+  local res = assert(sweep.run_file(script, { out = out, runner = runner, args = { suite .. "/a" } }))
+  t.eq(#calls, 0)
+  t.eq(res.entries[3].how, "read")
+end)
+
+t.test("mk.bench inside a sweep records the aggregate", function()
+  local f = tmp .. "/b.lua"
+  fs.write(f, "local r = mk.bench { suite = arg[1], strategy = 'beam', ['repeat'] = 2, set = { width = 1 } }\n"
+    .. "return r.aggregate.tasks\n")
+  calls = {}
+  local res = assert(sweep.run_file(f, { out = tmp .. "/sb", runner = runner, args = { suite } }))
+  t.eq(#calls, 4)
+  t.eq(res.returned, 2)
+  t.eq(res.entries[1].kind, "bench")
+  t.eq(res.entries[1].aggregate.correct, 2)
+  t.eq(#res.entries[1].tasks, 2)
+end)
+
+t.test("a failing run is an error entry; a failing script returns script_error with what it did", function()
+  local f = tmp .. "/bad.lua"
+  fs.write(f, "local s, err = mk.run { strategy = 'beam', task = 'x' }\nassert(s == nil and err.kind == 'run_failed')\n"
+    .. "error('boom')\n")
+  local res, err = sweep.run_file(f, { out = tmp .. "/sbad", runner = function() error("no such task") end })
+  t.eq(res, nil)
+  t.eq(err.kind, "script_error")
+  t.contains(err.message, "boom")
+  t.contains(err.results.entries[1].error, "no such task")
+  local _, e2 = sweep.run_file(tmp .. "/missing.lua", { out = tmp .. "/sm" })
+  t.eq(e2.kind, "bad_script")
+end)
+
+t.test("the sweep's report has one tree per run entry", function()
+  local report = require "mk.report"
+  local html = report.html(assert(report.load(out)))
+  local _, n = html:gsub('<svg class="tree"', "")
+  t.eq(n, 4)
+  t.contains(html, "width=3")
+end)
+
+t.test("the example beam grid runs 8 configurations and returns the median best per (width, depth)", function()
+  calls = {}
+  local res = assert(sweep.run_file("examples/sweeps/beam_grid.lua", { out = tmp .. "/grid", runner = runner,
+    args = { suite .. "/b" } }))
+  t.eq(#calls, 8)
+  t.eq(#res.returned, 4)
+  t.eq(res.returned[1].config, "width=2 depth=2")
+  t.near(res.returned[1].median_best, 1 + 2 / 4 + 0.015, 1e-12) -- seeds 1 and 2
+end)
+
+local code = t.run()
+fs.rm_rf(tmp)
+return code

@@ -1,0 +1,5 @@
+import jax.numpy as jnp
+
+
+def kernel(x, scale):
+    return x

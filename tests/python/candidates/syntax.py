@@ -1,0 +1,5 @@
+import jax.numpy as jnp
+
+
+def workload(x, scale)
+    return x

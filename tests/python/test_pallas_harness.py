@@ -1,0 +1,632 @@
+"""Tests of targets/pallas/harness.py (stdlib unittest).
+
+Three layers, each skipped with a printed reason when its needs are absent:
+  * pure logic (task loading, YAML, tunables, candidate screen, manifest,
+    trace-event median, roofline): Python stdlib only;
+  * comparison and check: numpy;
+  * the JAX paths end to end (freeze, run, check, test, compile errors,
+    bench, profile, baseline): with real JAX when importable, else with the
+    numpy stand-in in tests/python/fakejax (orchestration only: it proves
+    the harness's plumbing and classification, not JAX's behaviour);
+  * Pallas kernels in interpret mode: real JAX only.
+Run: python3 -m unittest discover -s tests/python -p 'test_pallas*.py' -v
+"""
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+HARNESS = os.path.join(ROOT, "targets", "pallas", "harness.py")
+TASKS = os.path.join(HERE, "tasks")
+CANDS = os.path.join(HERE, "candidates")
+SUITE = os.path.join(ROOT, "examples", "suites", "pallas")
+EXAMPLE = os.path.join(ROOT, "examples", "tasks", "pallas")
+
+spec = importlib.util.spec_from_file_location("harness", HARNESS)
+H = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(H)
+
+
+def have(mod):
+    try:
+        __import__(mod)
+        return True
+    except ImportError:
+        return False
+
+
+HAVE_NUMPY = have("numpy")
+HAVE_JAX = have("jax")
+HAVE_YAML = have("yaml")
+_skips = []
+
+
+def skip_unless(cond, reason):
+    if not cond:
+        _skips.append(reason)
+    return unittest.skipUnless(cond, reason)
+
+
+def run_harness(*args, fake=None, env=None):
+    """Run harness.py in a subprocess; returns (json result, exit code, stderr)."""
+    e = dict(os.environ)
+    e["MK_PALLAS_POISON_MB"] = "1"
+    e["PYTHONDONTWRITEBYTECODE"] = "1"
+    if fake if fake is not None else not HAVE_JAX:
+        e["PYTHONPATH"] = os.path.join(HERE, "fakejax") + os.pathsep + e.get("PYTHONPATH", "")
+    if HAVE_JAX:
+        e.setdefault("JAX_PLATFORMS", e.get("JAX_PLATFORMS", ""))
+    e.update(env or {})
+    p = subprocess.run([sys.executable, HARNESS] + list(args), capture_output=True, text=True, env=e, timeout=600)
+    lines = [ln for ln in p.stdout.splitlines() if ln.strip()]
+    if len(lines) != 1:
+        raise AssertionError("harness printed %d stdout lines (want 1): %r\nstderr: %s"
+                             % (len(lines), p.stdout, p.stderr[-3000:]))
+    return json.loads(lines[0]), p.returncode, p.stderr
+
+
+# ---------------------------------------------------------------------------
+# Pure logic
+# ---------------------------------------------------------------------------
+
+class TestLoad(unittest.TestCase):
+    def test_jaxbench_task_loads_without_running_it(self):
+        t = H.load_task(os.path.join(SUITE, "rmsnorm"))
+        self.assertEqual(t["format"], "jaxbench")
+        self.assertEqual(t["name"], "rmsnorm")
+        self.assertEqual(t["entry"], "workload")
+        self.assertEqual(t["signature"], "def workload(x, scale):")
+        self.assertEqual(t["tolerance"], {"atol": 1e-3, "rtol": 1e-3})
+        self.assertEqual(t["config"]["rows"], 8192)
+        self.assertTrue(t["has_get_flops"])
+        self.assertEqual(len(t["test_configs"]), 2)
+        self.assertIn("RMSNorm", t["description"])
+        self.assertEqual(t["candidate_file"], "kernel.py")
+
+    def test_every_suite_task_loads(self):
+        names = sorted(d for d in os.listdir(SUITE) if os.path.isdir(os.path.join(SUITE, d)))
+        self.assertGreaterEqual(len(names), 5)
+        for n in names:
+            t = H.load_task(os.path.join(SUITE, n))
+            self.assertEqual(t["name"], n)
+            self.assertTrue(t["description"])
+            self.assertTrue(t["has_get_flops"], n)
+
+    def test_maxkernel_task_picks_per_configuration_tolerance(self):
+        d = os.path.join(TASKS, "tiny_maxkernel")
+        t = H.load_task(d)
+        self.assertEqual(t["format"], "maxkernel")
+        self.assertEqual(t["name"], "tiny_scaled_relu")
+        self.assertEqual(t["entry"], "computation")
+        self.assertEqual(t["signature"], "def computation(x, alpha):")
+        self.assertEqual(t["tolerance"], {"atol": 1e-5, "rtol": 1e-3})
+        t1 = H.load_task(d, {"config_index": 1})
+        self.assertEqual(t1["tolerance"], {"atol": 1e-4, "rtol": 1e-2})
+        self.assertIn("get_inputs", t["input_gen_code"])
+
+    def test_overrides_replace_tolerance_and_name(self):
+        t = H.load_task(os.path.join(SUITE, "softmax"), {"atol": 0.5, "rtol": 0.25, "name": "x"})
+        self.assertEqual(t["tolerance"], {"atol": 0.5, "rtol": 0.25})
+        self.assertEqual(t["name"], "x")
+
+    def test_default_tolerance_is_one_percent(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "baseline.py"), "w") as f:
+                f.write("CONFIG = {'n': 4}\ndef create_inputs(dtype=None):\n    pass\ndef workload(x):\n    return x\n")
+            self.assertEqual(H.load_task(d)["tolerance"], {"atol": 1e-2, "rtol": 1e-2})
+
+    def test_bad_tasks_are_reported_not_raised_as_bugs(self):
+        with tempfile.TemporaryDirectory() as d:
+            with self.assertRaises(H.HarnessError) as c:
+                H.load_task(d)
+            self.assertEqual(c.exception.kind, "bad_task")
+            with open(os.path.join(d, "baseline.py"), "w") as f:
+                f.write("def create_inputs():\n    pass\n")
+            with self.assertRaises(H.HarnessError) as c:
+                H.load_task(d)
+            self.assertIn("workload", c.exception.message)
+            with open(os.path.join(d, "baseline.py"), "w") as f:
+                f.write("def workload(:\n")
+            with self.assertRaises(H.HarnessError) as c:
+                H.load_task(d)
+            self.assertIn("syntax error", c.exception.message)
+
+    def test_mk_format_is_task_lua_plus_reference(self):
+        with tempfile.TemporaryDirectory() as d:
+            shutil.copy(os.path.join(TASKS, "tiny_rmsnorm", "baseline.py"), os.path.join(d, "reference.py"))
+            with open(os.path.join(d, "task.lua"), "w") as f:
+                f.write('return { name = "t", target = "pallas" }\n')
+            self.assertEqual(H.detect_format(d), "mk")
+            t = H.load_task(d)
+            self.assertEqual(t["reference_file"], "reference.py")
+            self.assertEqual(t["entry"], "workload")
+
+    def test_load_subcommand_prints_one_json_object(self):
+        r, code, _ = run_harness("load", "--task", os.path.join(SUITE, "attention"))
+        self.assertEqual(code, 0)
+        self.assertEqual(r["status"], "ok")
+        self.assertEqual(r["task"]["signature"], "def workload(q, k, v):")
+        r, code, _ = run_harness("load", "--task", "/nonexistent/dir")
+        self.assertEqual(code, 3)
+        self.assertEqual(r["status"], "error")
+        self.assertEqual(r["error"]["kind"], "bad_task")
+
+
+class TestYaml(unittest.TestCase):
+    TEXT = ("task_id: 41k_Gemm_Add_ReLU\n"
+            "description: Kernel task for 41k\n"
+            "input_gen_code: |-\n"
+            "  def get_inputs(dtype=jnp.float32):\n"
+            "      x = 1\n"
+            "\n"
+            "      return [x], []\n"
+            "rtol: [0.01, 0.1]\n"
+            "atol:\n"
+            "  - 1.0e-2\n"
+            "  - 0.5\n"
+            "flag: true\n")
+
+    def test_minimal_parser_reads_block_scalars_and_lists(self):
+        d = H.parse_yaml_minimal(self.TEXT)
+        self.assertEqual(d["task_id"], "41k_Gemm_Add_ReLU")
+        self.assertEqual(d["input_gen_code"],
+                         "def get_inputs(dtype=jnp.float32):\n    x = 1\n\n    return [x], []")
+        self.assertEqual(d["rtol"], [0.01, 0.1])
+        self.assertEqual(d["atol"], [0.01, 0.5])
+        self.assertIs(d["flag"], True)
+
+    @skip_unless(HAVE_YAML, "python3-yaml not importable: cannot cross-check the minimal YAML parser")
+    def test_minimal_parser_agrees_with_pyyaml(self):
+        import yaml
+        self.assertEqual(H.parse_yaml_minimal(self.TEXT), yaml.safe_load(self.TEXT))
+
+    def test_minimal_parser_rejects_what_it_cannot_read(self):
+        with self.assertRaises(H.HarnessError):
+            H.parse_yaml_minimal("  indented: at top\n")
+
+
+class TestTunables(unittest.TestCase):
+    def test_python_and_c_forms(self):
+        src = ("import jax\n"
+               "# mk:tune block_m = [128, 256]\n"
+               "#   mk:tune block_k=(512,)\n"
+               "# mk:tune mode = ['a', \"b\"]\n"
+               "// mk:tune BLOCK 32 64 128\n"
+               "x = 1  # mk:tune not_at_line_start = [1]\n")
+        self.assertEqual(H.parse_tunables(src), [
+            {"name": "block_m", "values": [128, 256]},
+            {"name": "block_k", "values": [512]},
+            {"name": "mode", "values": ["a", "b"]},
+            {"name": "BLOCK", "values": [32, 64, 128]},
+        ])
+
+    def test_malformed_and_duplicate_tunables_raise(self):
+        with self.assertRaises(H.HarnessError):
+            H.parse_tunables("# mk:tune a = [1, 2\n")
+        with self.assertRaises(H.HarnessError):
+            H.parse_tunables("# mk:tune a = [1]\n# mk:tune a = [2]\n")
+        with self.assertRaises(H.HarnessError):
+            H.parse_tunables("# mk:tune a = []\n")
+
+    def test_tunables_subcommand(self):
+        r, code, _ = run_harness("tunables", "--candidate", os.path.join(CANDS, "tunable.py"))
+        self.assertEqual(code, 0)
+        self.assertEqual(r["tunables"], [{"name": "eps_scale", "values": [1, 10000]}])
+
+
+class TestScan(unittest.TestCase):
+    def test_pallas_kernel_is_clean(self):
+        src = ("import functools\nimport jax\nimport jax.numpy as jnp\n"
+               "from jax.experimental import pallas as pl\n"
+               "from jax.experimental.pallas import tpu as pltpu\n"
+               "def k(x_ref, o_ref):\n    o_ref[...] = x_ref[...]\n")
+        self.assertEqual(H.scan_candidate(src), [])
+
+    def test_file_process_and_reference_access_are_refused(self):
+        for src, word in (("import os\n", "os"), ("import subprocess\n", "subprocess"),
+                          ("from pathlib import Path\n", "pathlib"), ("x = open('f')\n", "open"),
+                          ("x = eval('1')\n", "eval"), ("import mk_reference\n", "mk_reference"),
+                          ("f = (lambda: 0).__globals__\n", "__globals__"),
+                          ("from . import baseline\n", "import of ."),
+                          ("import sys\n", "sys")):
+            bad = H.scan_candidate(src)
+            self.assertTrue(bad, src)
+            self.assertIn(word, bad[0])
+
+    def test_patching_imported_modules_is_refused(self):
+        for src in ("import jax\njax.block_until_ready = lambda x: x\n",
+                    "from jax import profiler\nprofiler.trace = None\n",
+                    "import jax.numpy as jnp\njnp.sqrt.x = 1\n",
+                    "import numpy as np\nnp.random.seed = 0\n"):
+            bad = H.scan_candidate(src)
+            self.assertTrue(bad and "imported module" in bad[0], src)
+        # Local names and module-level tunables stay allowed.
+        self.assertEqual(H.scan_candidate("import jax\nblock = 128\nd = {}\nd['a'] = 1\n"), [])
+
+    def test_getattr_only_with_constant_public_names(self):
+        self.assertEqual(H.scan_candidate("import jax\nf = getattr(jax, 'numpy', None)\n"), [])
+        self.assertTrue(H.scan_candidate("import jax\nf = getattr(jax, '__dict__')\n"))
+        self.assertTrue(H.scan_candidate("import jax\nn = 'x'\nf = getattr(jax, n)\n"))
+
+
+class TestManifest(unittest.TestCase):
+    def test_verify_detects_changed_missing_and_absent_manifest(self):
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "inputs"))
+            os.makedirs(os.path.join(d, "expected"))
+            for rel, data in (("inputs/a.npz", b"in"), ("expected/a.npz", b"out"), ("cases.json", b"{}")):
+                with open(os.path.join(d, rel), "wb") as f:
+                    f.write(data)
+            with self.assertRaises(H.HarnessError) as c:
+                H.verify_manifest(d)
+            self.assertEqual(c.exception.kind, "no_tests")
+            self.assertEqual(H.write_manifest(d), 3)
+            with open(os.path.join(d, H.MANIFEST)) as f:
+                first = f.readline()
+            self.assertRegex(first, r"^[0-9a-f]{64}  cases\.json\n$")
+            H.verify_manifest(d)
+            with open(os.path.join(d, "expected", "a.npz"), "wb") as f:
+                f.write(b"forged")
+            H.verify_manifest(d, subset={"inputs"})  # only inputs checked
+            with self.assertRaises(H.HarnessError) as c:
+                H.verify_manifest(d)
+            self.assertEqual(c.exception.kind, "tampered")
+            self.assertIn("expected/a.npz", c.exception.message)
+            os.remove(os.path.join(d, "inputs", "a.npz"))
+            with self.assertRaises(H.HarnessError) as c:
+                H.verify_manifest(d, subset={"inputs"})
+            self.assertIn("missing", c.exception.message)
+
+
+class TestTraceEvents(unittest.TestCase):
+    def planes(self):
+        ev = lambda n, t, d: {"name": n, "start_ns": t, "duration_ns": d}  # noqa: E731
+        return [
+            {"name": "/host:CPU", "lines": [{"name": "XLA Modules", "events": [ev("jit_mk_candidate(1)", 0, 9e9)]}]},
+            {"name": "/device:TPU:0", "lines": [
+                {"name": "XLA Ops", "events": [ev("fusion", 0, 5.0)]},
+                {"name": "XLA Modules", "events": [
+                    ev("jit_mk_candidate(7)", 100, 1000.0),   # warm-up, dropped by expected_calls
+                    ev("jit_other(3)", 150, 50.0),
+                    ev("jit_mk_candidate(7)", 200, 3000.0),
+                    ev("jit_mk_candidate(7)", 400, 2000.0),
+                    ev("jit_mk_candidate(7)", 300, 4000.0),
+                ]}]},
+        ]
+
+    def test_durations_of_the_named_executable_on_the_device(self):
+        d = H.device_event_durations(self.planes(), "jit_mk_candidate", expected_calls=3)
+        self.assertEqual([round(x * 1e9) for x in d], [3000, 4000, 2000])  # start order, last 3
+        self.assertAlmostEqual(H.median(d), 3e-6)
+        self.assertEqual(len(H.device_event_durations(self.planes(), "jit_mk_candidate")), 4)
+
+    def test_no_device_events_gives_empty(self):
+        self.assertEqual(H.device_event_durations(self.planes(), "jit_absent"), [])
+        self.assertEqual(H.device_event_durations([], "jit_mk_candidate"), [])
+
+    def test_module_name_match_is_exact_on_the_base_name(self):
+        self.assertTrue(H._module_matches("jit_mk_candidate(12)", "jit_mk_candidate"))
+        self.assertTrue(H._module_matches("jit_mk_candidate", "jit_mk_candidate"))
+        self.assertFalse(H._module_matches("jit_mk_candidate_fused(1)", "jit_mk_candidate"))
+
+    def test_summary_median_and_spread(self):
+        s = H.summarize([4.0, 1.0, 3.0, 2.0])
+        self.assertEqual(s["median_s"], 2.5)
+        self.assertEqual((s["min_s"], s["max_s"], s["n"]), (1.0, 4.0, 4))
+        self.assertAlmostEqual(s["spread"], (3.0 - 2.0) / 2.5)
+        self.assertIsNone(H.summarize([]))
+
+
+class TestRoofline(unittest.TestCase):
+    def test_chip_names(self):
+        self.assertEqual(H.chip_peaks("TPU v5 lite")["chip"], "TPU v5e")
+        self.assertEqual(H.chip_peaks("TPU v6 lite")["peak_flops"], 918e12)
+        self.assertEqual(H.chip_peaks("NVIDIA H200")["peak_bytes_per_s"], 4800e9)
+        self.assertIsNone(H.chip_peaks("cpu"))
+
+    def test_bound_classification(self):
+        p = H.chip_peaks("TPU v5 lite")  # ridge ~240 FLOP/byte
+        mem = H.roofline(1e9, 1e9, 1e9 / 600e9, p)  # 600 GB/s of 819
+        self.assertEqual(mem["bound"], "memory")
+        self.assertAlmostEqual(mem["bandwidth_fraction"], 600 / 819, places=3)
+        comp = H.roofline(1e12, 1e9, 1e12 / 150e12, p)
+        self.assertEqual(comp["bound"], "compute")
+        slow = H.roofline(1e9, 1e9, 1.0, p)
+        self.assertEqual(slow["bound"], "latency")
+        self.assertIn("memory-bound", H.roofline_text(mem))
+        self.assertIn("TPU v5e", H.roofline_text(comp))
+        self.assertNotIn("bound", H.roofline(1e9, 1e9, 1e-3, None))
+
+
+# ---------------------------------------------------------------------------
+# numpy: comparison and check
+# ---------------------------------------------------------------------------
+
+@skip_unless(HAVE_NUMPY, "numpy not importable by %s: comparison tests skipped" % sys.executable)
+class TestCompare(unittest.TestCase):
+    def test_verdicts(self):
+        import numpy as np
+        w = np.array([[1.0, -2.0], [3.0, 4.0]], np.float32)
+        self.assertTrue(H.compare_outputs([w + 1e-4], [w], 1e-3, 1e-3)["ok"])
+        r = H.compare_outputs([w + 1.0], [w], 1e-3, 1e-3)
+        self.assertEqual((r["ok"], r["reason"]), (False, "mismatch"))
+        self.assertIn("4 of 4", r["message"])
+        bad = w.copy()
+        bad[1, 0] = np.nan
+        r = H.compare_outputs([bad], [w], 10.0, 10.0)
+        self.assertEqual(r["reason"], "nonfinite")
+        self.assertIn("[1, 0]", r["message"])
+        self.assertEqual(H.compare_outputs([w.T], [w[:1]], 1, 1)["reason"], "shape")
+        self.assertEqual(H.compare_outputs([w, w], [w], 1, 1)["reason"], "count")
+
+    def test_zeros_cannot_pass_a_loose_atol(self):
+        import numpy as np
+        w = np.full((4, 4), 0.05, np.float32)
+        r = H.compare_outputs([np.zeros_like(w)], [w], 1e-1, 1e-1)
+        self.assertEqual(r["reason"], "zeros")
+        # An all-zero expected output may be matched by zeros.
+        self.assertTrue(H.compare_outputs([np.zeros_like(w)], [np.zeros_like(w)], 1e-2, 1e-2)["ok"])
+        # Tiny outputs: the absolute term shrinks with the output's RMS.
+        tiny = np.full((4,), 1e-4, np.float32)
+        self.assertEqual(H.compare_outputs([np.zeros_like(tiny)], [tiny], 1e-2, 0)["reason"], "zeros")
+        self.assertTrue(H.compare_outputs([tiny * 1.001], [tiny], 1e-2, 1e-2)["ok"])
+        self.assertEqual(H.compare_outputs([tiny * 2], [tiny], 1e-2, 1e-2)["reason"], "mismatch")
+
+    def test_matching_nonfinite_expected_values(self):
+        import numpy as np
+        w = np.array([np.inf, -np.inf, np.nan, 1.0])
+        self.assertTrue(H.compare_outputs([w.copy()], [w], 1e-3, 1e-3)["ok"])
+        g = w.copy()
+        g[0] = 5.0
+        self.assertEqual(H.compare_outputs([g], [w], 1e-3, 1e-3)["reason"], "mismatch")
+
+    def test_bfloat16_bits_decode_without_ml_dtypes(self):
+        import numpy as np
+        f = np.array([1.0, -2.5, 3.140625], np.float32)
+        bits = (f.view(np.uint32) >> 16).astype(np.uint16)
+        back = H.decode_array(bits, "bfloat16", for_compare=True)
+        np.testing.assert_array_equal(back, f)
+
+    def test_check_reads_both_calls_and_reports_the_first_failure(self):
+        import numpy as np
+        with tempfile.TemporaryDirectory() as d:
+            tests, outs = os.path.join(d, "tests"), os.path.join(d, "outs")
+            for sub in ("inputs", "expected"):
+                os.makedirs(os.path.join(tests, sub))
+            os.makedirs(outs)
+            want = np.arange(12, dtype=np.float32).reshape(3, 4) + 1
+            meta = H.save_arrays(os.path.join(tests, "expected", "s0.npz"), [want])
+            with open(os.path.join(tests, "expected", "s0.json"), "w") as f:
+                json.dump({"outputs": meta}, f)
+            with open(os.path.join(tests, "cases.json"), "w") as f:
+                json.dump({"cases": [{"id": "s0"}]}, f)
+            H.write_manifest(tests)
+            for call, arr in (("first", want), ("repeat", want * 0 + 7)):
+                m = H.save_arrays(os.path.join(outs, "s0.%s.npz" % call), [arr])
+                with open(os.path.join(outs, "s0.%s.json" % call), "w") as f:
+                    json.dump({"outputs": m}, f)
+            v = H.check_outputs(tests, outs, ["s0"], 1e-3, 1e-3)
+            self.assertEqual(v["status"], "incorrect")
+            self.assertIn("repeat call", v["message"])
+            os.remove(os.path.join(outs, "s0.repeat.npz"))
+            v = H.check_outputs(tests, outs, ["s0"], 1e-3, 1e-3)
+            self.assertEqual(v["reason"], "missing")
+
+
+# ---------------------------------------------------------------------------
+# JAX paths end to end (real JAX, or the numpy stand-in)
+# ---------------------------------------------------------------------------
+
+MODE = "real JAX" if HAVE_JAX else "numpy stand-in for JAX"
+
+
+@skip_unless(HAVE_NUMPY, "numpy not importable by %s: end-to-end harness tests skipped" % sys.executable)
+class TestEndToEnd(unittest.TestCase):
+    """freeze -> compile/run/check/test/bench/profile/baseline, with %s.""" % MODE
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="mk-pallas-test-")
+        cls.task = os.path.join(TASKS, "tiny_rmsnorm")
+        cls.tests = os.path.join(cls.tmp, "tests")
+        r, code, err = run_harness("freeze", "--task", cls.task, "--tests", cls.tests,
+                                   "--seeds", "0,1", "--heldout", "1001")
+        if r["status"] != "ok":
+            raise AssertionError("freeze failed: %r %s" % (r, err[-2000:]))
+        cls.frozen = r
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def cand(self, name):
+        return os.path.join(CANDS, name + ".py")
+
+    def evaluate(self, name, *extra):
+        r, code, _ = run_harness("test", "--task", self.task, "--candidate", self.cand(name),
+                                 "--tests", self.tests, *extra)
+        self.assertEqual(code, 0, r)
+        return r
+
+    def test_freeze_writes_cases_seeds_configs_and_heldout(self):
+        ids = [c["id"] for c in self.frozen["cases"]]
+        self.assertEqual(ids, ["s0", "s1", "c0", "h1001"])
+        shapes = {c["id"]: c["shapes"] for c in self.frozen["cases"]}
+        self.assertEqual(shapes["s0"], [[16, 128], [128]])
+        self.assertEqual(shapes["c0"], [[5, 7], [7]])
+        self.assertTrue([c for c in self.frozen["cases"] if c["heldout"]][0]["id"] == "h1001")
+        H.verify_manifest(self.tests)
+        self.assertEqual(H.case_ids(self.tests), ["s0", "s1", "c0"])
+        self.assertEqual(H.case_ids(self.tests, heldout=True), ["h1001"])
+
+    def test_seeds_give_different_inputs_and_seed_zero_is_the_tasks_own(self):
+        import numpy as np
+        m0, m1 = H.read_case(self.tests, "s0"), H.read_case(self.tests, "s1")
+        a0 = H.load_arrays(os.path.join(self.tests, "inputs", "s0.npz"), m0["inputs"])
+        a1 = H.load_arrays(os.path.join(self.tests, "inputs", "s1.npz"), m1["inputs"])
+        self.assertFalse(np.allclose(a0[0], a1[0]))
+
+    def test_correct_candidate_passes_search_and_heldout(self):
+        r = self.evaluate("good")
+        self.assertEqual(r["status"], "ok", r)
+        self.assertTrue(r["correct"])
+        self.assertEqual(len(r["cases"]), 6)  # 3 cases x 2 calls
+        r = self.evaluate("good", "--heldout-cases")
+        self.assertEqual(r["status"], "ok", r)
+
+    def test_wrong_zero_nan_candidates_are_incorrect_with_a_reason(self):
+        for name, reason in (("wrong_eps", "mismatch"), ("zeros", "zeros"), ("nan", "nonfinite")):
+            r = self.evaluate(name)
+            self.assertEqual(r["status"], "incorrect", name)
+            self.assertFalse(r["correct"])
+            self.assertEqual(r["reason"], reason, r["message"])
+
+    def test_compile_errors_name_their_phase(self):
+        r = self.evaluate("syntax")
+        self.assertEqual((r["status"], r["phase"]), ("compile_error", "import"))
+        self.assertIn("kernel.py:4", r["message"])
+        r = self.evaluate("lower_error")
+        self.assertEqual((r["status"], r["phase"], r["kind"]), ("compile_error", "lower", "lowering"))
+        self.assertIn("divisible by (8, 128)", r["message"])
+        self.assertIn("kernel.py:5 in workload", r["message"])
+        r = self.evaluate("noentry")
+        self.assertEqual(r["status"], "compile_error")
+        self.assertIn("workload", r["message"])
+
+    @skip_unless(not HAVE_JAX, "the fake Mosaic failure exists only in the numpy stand-in")
+    def test_mosaic_failure_is_a_compile_phase_error(self):
+        r, _, _ = run_harness("compile", "--task", self.task, "--candidate", self.cand("mosaic"),
+                              "--tests", self.tests, env={"MK_FAKE_COMPILE_ERROR":
+                                                          "INTERNAL: Mosaic failed to compile TPU kernel: bad"})
+        self.assertEqual((r["status"], r["phase"], r["kind"]), ("compile_error", "compile", "mosaic"))
+        self.assertIn("Mosaic failed to compile", r["message"])
+
+    @skip_unless(not HAVE_JAX, "a per-call cheat needs Python to run per call (the stand-in); jit traces once")
+    def test_work_done_only_on_early_calls_is_caught_by_the_repeat_check(self):
+        r = self.evaluate("once")
+        self.assertEqual(r["status"], "incorrect")
+        self.assertIn("repeat", r["message"])
+
+    def test_rule_breaking_candidate_is_rejected_before_it_runs(self):
+        r = self.evaluate("rejected")
+        self.assertEqual(r["status"], "rejected")
+        self.assertIn("import of os", r["message"])
+        r = self.evaluate("patch_timer")
+        self.assertEqual(r["status"], "rejected")
+        self.assertIn("imported module jax", r["message"])
+
+    def test_candidate_output_on_stdout_does_not_forge_the_result(self):
+        r = self.evaluate("printer")
+        self.assertEqual(r["status"], "ok")
+        self.assertNotIn("forged", r)
+
+    def test_tunable_params_reach_the_candidate(self):
+        self.assertEqual(self.evaluate("tunable")["status"], "incorrect")
+        self.assertEqual(self.evaluate("tunable", "--params", '{"eps_scale": 1}')["status"], "ok")
+
+    def test_tampered_expected_output_stops_the_check(self):
+        tests = os.path.join(self.tmp, "tampered")
+        shutil.copytree(self.tests, tests)
+        p = os.path.join(tests, "expected", "s1.npz")
+        with open(p, "r+b") as f:
+            f.seek(-8, 2)
+            f.write(b"\x00" * 8)
+        r, code, _ = run_harness("test", "--task", self.task, "--candidate", self.cand("good"), "--tests", tests)
+        self.assertEqual((r["status"], r["error"]["kind"], code), ("error", "tampered", 3))
+
+    def test_run_then_check_in_separate_processes(self):
+        outs = os.path.join(self.tmp, "outs-split")
+        r, _, _ = run_harness("run", "--task", self.task, "--candidate", self.cand("good"),
+                              "--tests", self.tests, "--outputs", outs)
+        self.assertEqual(r["status"], "ok", r)
+        self.assertEqual(r["cases"], ["s0", "s1", "c0"])
+        # check never imports JAX: run it without the stand-in on the path.
+        r, _, _ = run_harness("check", "--task", self.task, "--tests", self.tests, "--outputs", outs, fake=False)
+        self.assertEqual(r["status"], "ok", r)
+
+    def test_bench_reports_a_median_and_checks_the_timed_output(self):
+        r, _, _ = run_harness("bench", "--task", self.task, "--candidate", self.cand("good"),
+                              "--tests", self.tests, "--iters", "5", "--warmup", "1")
+        self.assertEqual(r["status"], "ok", r)
+        self.assertGreater(r["latency_s"], 0)
+        self.assertIn(r["method"], ("device", "wall"))
+        self.assertEqual(r["wall"]["n"], 5)
+        r, _, _ = run_harness("bench", "--task", self.task, "--candidate", self.cand("wrong_eps"),
+                              "--tests", self.tests, "--iters", "3", "--warmup", "1")
+        self.assertEqual(r["status"], "incorrect")
+        self.assertIn("timed runs", r["message"])
+
+    def test_profile_and_baseline(self):
+        r, _, _ = run_harness("profile", "--task", self.task, "--candidate", self.cand("good"),
+                              "--tests", self.tests, "--iters", "3", "--warmup", "1")
+        self.assertEqual(r["status"], "ok", r)
+        self.assertGreater(r["profile"]["flops"], 0)
+        self.assertGreater(r["profile"]["bytes"], 0)
+        self.assertIn("latency", r["text"])
+        r, _, _ = run_harness("baseline", "--task", self.task, "--tests", self.tests, "--iters", "3", "--warmup", "1")
+        self.assertEqual(r["status"], "ok", r)
+        self.assertEqual(r["flops"], 4 * 16 * 128)  # the task's get_flops()
+        self.assertGreater(r["latency_s"], 0)
+
+    def test_maxkernel_task_end_to_end_with_static_args(self):
+        task = os.path.join(TASKS, "tiny_maxkernel")
+        tests = os.path.join(self.tmp, "mk-tests")
+        r, _, err = run_harness("freeze", "--task", task, "--tests", tests, "--seeds", "0", "--heldout", "")
+        self.assertEqual(r["status"], "ok", (r, err[-2000:]))
+        self.assertEqual(H.read_case(tests, "s0")["statics"], [2.0])
+        r, _, _ = run_harness("test", "--task", task, "--candidate", self.cand("relu_good"), "--tests", tests)
+        self.assertEqual(r["status"], "ok", r)
+
+
+# ---------------------------------------------------------------------------
+# Real Pallas kernels (interpret mode): real JAX only
+# ---------------------------------------------------------------------------
+
+@skip_unless(HAVE_JAX, "JAX not importable by %s: Pallas kernel tests skipped" % sys.executable)
+class TestPallasInterpret(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="mk-pallas-real-")
+        cls.task = os.path.join(EXAMPLE, "rmsnorm")
+        cls.tests = os.path.join(cls.tmp, "tests")
+        r, _, err = run_harness("freeze", "--task", cls.task, "--tests", cls.tests, "--seeds", "0,1",
+                                "--heldout", "1001", fake=False)
+        if r["status"] != "ok":
+            raise AssertionError("freeze failed: %r %s" % (r, err[-2000:]))
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def run_bank(self, name, *extra):
+        r, _, _ = run_harness("test", "--task", self.task, "--interpret", "--candidate",
+                              os.path.join(self.task, "scripted", name), "--tests", self.tests, *extra, fake=False)
+        return r
+
+    def test_pallas_rows_kernel_is_correct_in_interpret_mode(self):
+        r = self.run_bank("pallas_rows.py")
+        self.assertEqual(r["status"], "ok", r)
+
+    def test_pallas_typo_is_a_compile_error(self):
+        r = self.run_bank("pallas_typo.py")
+        self.assertEqual(r["status"], "compile_error", r)
+
+    def test_pallas_wrong_eps_is_incorrect(self):
+        r = self.run_bank("pallas_wrong_eps.py")
+        self.assertEqual(r["status"], "incorrect", r)
+
+
+def tearDownModule():
+    for reason in sorted(set(_skips)):
+        print("SKIP: %s" % reason, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
