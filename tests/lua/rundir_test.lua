@@ -213,7 +213,7 @@ t.test("show lists nodes and shows one node with plan, code and error", function
   t.eq(#doc.nodes, 4); t.eq(doc.best, "n0004")
 end)
 
-t.test("tree draws the search tree with the best path marked", function()
+t.test("tree draws the search tree with the best path marked; only children stay in the column", function()
   local run = new_run()
   populate(run)
   run:close()
@@ -221,7 +221,7 @@ t.test("tree draws the search tree with the best path marked", function()
   t.eq(rc, 0, out)
   t.contains(out, "* n0001 root ok")
   t.contains(out, "├── * n0002 implement ok 500.0 us 2.00x")
-  t.contains(out, "│   └── * n0004 tune ok 250.0 us 4.00x  <- best")
+  t.contains(out, "│   * n0004 tune ok 250.0 us 4.00x  <- best")
   t.contains(out, "└──   n0003 implement compile_error")
 end)
 
