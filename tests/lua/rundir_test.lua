@@ -71,6 +71,18 @@ t.test("two runs created in the same second get distinct directories", function(
   t.eq(err.kind, "exists")
 end)
 
+t.test("create builds the run under a hidden name, so leftovers of a killed create do not block it", function()
+  local root = fs.tmpdir("mk-rundir-test")
+  -- what a create killed half-way leaves: a hidden, incomplete sibling
+  assert(fs.mkdirs(root .. "/.creating-run-123-456/graph.git"))
+  local run = assert(rundir.create{ dir = root .. "/run", strategy = "s", task = "t" })
+  t.eq(run.dir, root .. "/run")
+  t.ok(fs.exists(root .. "/run/run.json"))
+  local names = fs.list(root)
+  t.eq(#names, 2, table.concat(names, ","))
+  run:close()
+end)
+
 t.test("events carry t and type, one JSON object per line, including node and best events", function()
   local run = new_run()
   populate(run)
