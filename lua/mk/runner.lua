@@ -237,8 +237,12 @@ local function execute(o, run, info, resumed)
   local spent = ctx:spent()
   local totals = llm.totals and llm.totals() or {}
   local status = best and "done" or "no_correct_kernel"
+  local compiled = 0
+  for _, n in ipairs(run.graph:nodes()) do
+    if n.kind ~= "reference" and n.status ~= "compile_error" then compiled = compiled + 1 end
+  end
   local summary = {
-    strategy = info.strategy, task = task.name, status = status,
+    strategy = info.strategy, task = task.name, status = status, compiled_nodes = compiled,
     best = summarize_node(best) or require("cjson").null,
     model = info.model, model_label = client.label, seed = info.seed, options = opts,
     cost = { input_tokens = spent.input_tokens, output_tokens = spent.output_tokens, usd = spent.usd,
