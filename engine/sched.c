@@ -335,6 +335,9 @@ static int l_sleep(lua_State *L) {
   lua_Number s = luaL_optnumber(L, 1, 0);
   luaL_argcheck(L, s >= 0 && isfinite(s), 1, "seconds must be a finite number >= 0");
   sleep_op *o = mk_op_new(L, sizeof *o, &sleep_vt);
+  /* the loop's cached time is stale after long Lua work between polls: a
+   * timer started from it would fire early */
+  uv_update_time(mk_loop(L));
   uv_timer_init(mk_loop(L), &o->timer);
   o->timer.data = o;
   uv_timer_start(&o->timer, sleep_fired, (uint64_t)ceil(s * 1000.0), 0);
