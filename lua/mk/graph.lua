@@ -441,7 +441,6 @@ function Graph:_load_index()
     self:_reset()
     self.no_snapshot = true
     ok = pcall(fast)
-    self.no_snapshot = nil
   end
   if gc_was_running then collectgarbage("restart") end
   self:_sync_seq()
@@ -552,7 +551,8 @@ end
 ---  (for inspecting a live run); verify: compare every ref with the index;
 ---  sync: fsync objects, refs and the index (survives power loss, ~ms/node);
 ---  snapshot_every: close writes a binary snapshot of the index (fast loading)
----  when at least this many nodes were added since the last one.
+---  when at least this many nodes were added since the last one; snapshot =
+---  false ignores the snapshot (loads from nodes.jsonl alone).
 ---@return mk.Graph|nil, table|nil err {kind = "not_found"|"corrupt", message}
 function graph.open(dir, opts)
   assert(type(dir) == "string", "graph.open: dir must be a string")
@@ -571,7 +571,8 @@ function graph.open(dir, opts)
   end
   if opts.sync then git.fsync(true) end
   local g = setmetatable({ repo = repo, dir = dir:gsub("/+$", ""), sync = opts.sync or false,
-    readonly = opts.readonly or false, problems = {}, snapshot_every = opts.snapshot_every or SNAP_EVERY }, Graph)
+    readonly = opts.readonly or false, problems = {}, snapshot_every = opts.snapshot_every or SNAP_EVERY,
+    no_snapshot = opts.snapshot == false or nil }, Graph)
   g:_reset()
   local ok, dirty = pcall(g._reconcile, g, opts.verify)
   if not ok then

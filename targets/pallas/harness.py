@@ -245,6 +245,17 @@ def load_task(task_dir, overrides=None):
         atol = _tolerance_value(config.get("atol"), cfg_index, "atol")
         rtol = _tolerance_value(config.get("rtol"), cfg_index, "rtol")
         entry, inputs_fn = "workload", "create_inputs"
+        if fmt == "mk":
+            # task.lua is Lua (the engine reads it); its tolerance and
+            # description are picked out here so the harness alone agrees.
+            lua = _read(os.path.join(task_dir, "task.lua"))
+            num = r"([0-9][0-9.]*(?:[eE][-+]?[0-9]+)?)"
+            m = re.search(r"\batol\s*=\s*" + num, lua)
+            atol = float(m.group(1)) if m else atol
+            m = re.search(r"\brtol\s*=\s*" + num, lua)
+            rtol = float(m.group(1)) if m else rtol
+            m = re.search(r"\bname\s*=\s*[\"']([\w.-]+)[\"']", lua)
+            task["name"] = m.group(1) if m else name
     if overrides.get("name"):
         task["name"] = overrides["name"]
     for fn in (entry, inputs_fn):
@@ -1050,10 +1061,20 @@ def cmd_freeze(a):
     for i, cfg in enumerate(task["test_configs"]):
         plan.append(("c%d" % i, seeds[0], cfg, False))
     plan += [("h%d" % s, s, None, True) for s in heldout]
-    cases = []
+    cases, warnings, digests = [], [], {}
     ref_fn = None
     for cid, seed, cfg, held in plan:
         dyn, statics = make_inputs(task, ref, seed, cfg, dtype)
+        # Seeds that do not change the inputs (create_inputs imported its key
+        # function directly, say) are reported: they add no coverage.
+        h = hashlib.sha256()
+        for x in dyn:
+            h.update(_to_numpy(x).tobytes() if hasattr(x, "shape") else repr(x).encode())
+        key = (h.hexdigest(), json.dumps(cfg, sort_keys=True))
+        if key in digests:
+            warnings.append("case %s has the same inputs as case %s: the seed does not reach create_inputs"
+                            % (cid, digests[key]))
+        digests.setdefault(key, cid)
         try:
             json.dumps(statics)
         except TypeError:
@@ -1077,7 +1098,7 @@ def cmd_freeze(a):
                    "tolerance": task["tolerance"], "dtype": a.dtype, "device": device_info(jax),
                    "harness_version": HARNESS_VERSION}, f, indent=1)
     n = write_manifest(tests)
-    return {"status": "ok", "cases": cases, "files": n,
+    return {"status": "ok", "cases": cases, "files": n, "warnings": warnings,
             "manifest_sha": sha256_file(os.path.join(tests, MANIFEST))}
 
 
