@@ -28,12 +28,13 @@ The last block may be partial.]=],
       kernels = { "rows_omp" },
     },
     {
-      id = "compensated_sums",
-      title = "Kahan-compensated projections",
-      text = [=[Stay in single precision but make the 384-long sums as accurate as
-the double-precision reference with Kahan compensation: one running sum and one
-correction term per projection, in the reference loop order.]=],
-      kernels = { "compensated" },
+      id = "pairwise_sums",
+      title = "Pairwise summation of both projections",
+      text = [=[Stay in single precision but keep the 384-long sums accurate with
+pairwise (cascade) summation: gather the k products of each gate and up output
+into two buffers and sum each by recursive halving, so the rounding error grows
+with log2(k) instead of k. The loop order of the reference is kept.]=],
+      kernels = { "pairwise" },
     },
   },
   kernels = {
@@ -42,6 +43,6 @@ correction term per projection, in the reference loop order.]=],
     silu_sign = { file = "silu_sign.c", expect = "incorrect" },
     gate_swapped = { file = "gate_swapped.c", expect = "incorrect" },
     rows_omp = { file = "rows_omp.c", expect = "fast" },
-    compensated = { file = "compensated.c", expect = "slow" },
+    pairwise = { file = "pairwise.c", expect = "slow" },
   },
 }
