@@ -2,7 +2,7 @@
 -- mk.llm -> mk.http to the loopback fake server, which answers each after
 -- 1 s. Reports wall time and the engine's CPU time per call (os.clock is
 -- this process only; the Python server is another process).
---   mkengine script bench/llm_bench.lua [N] [rounds]
+--   mkengine script bench/llm_bench.lua [N] [rounds] [provider (threaded server only)]
 -- The server is tests/fake_llm/bench_server.py (asyncio, OpenAI format);
 -- MK_BENCH_THREADED=1 uses the threaded fake server (slower server side).
 local fake = dofile("tests/fake_llm/fake.lua")
@@ -14,10 +14,12 @@ local task = require "mk.task"
 
 local n = tonumber(arg[1]) or 256
 local rounds = tonumber(arg[2]) or 3
+local threaded = os.getenv("MK_BENCH_THREADED") == "1" -- the threaded fake server instead
+-- the threaded server speaks all three formats; the bench server only OpenAI's
 local provider = threaded and (arg[3] or "openai") or "openai"
 
-local threaded = os.getenv("MK_BENCH_THREADED") == "1" -- the threaded fake server instead
-local srv = fake.start { bench = not threaded, delay = 1 }
+local workers = tonumber(os.getenv("MK_BENCH_WORKERS")) or 1 -- server processes
+local srv = fake.start { bench = not threaded, delay = 1, workers = workers }
 local c = llm.client {
   provider = provider, model = "delay-1000", api_key_env = fake.key_env,
   base_url = provider == "openai" and (srv.url .. "/v1") or srv.url,

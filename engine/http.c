@@ -57,8 +57,10 @@ typedef struct {
   CURLM *multi;
   uv_timer_t timer;
   int ready;
+  int final;     /* the engine is being closed: its loop has stopped */
   long live;     /* transfers allocated and not yet freed */
   long running;  /* transfers inside the multi handle */
+  struct stall *orphans; /* watchdogs whose timer the engine closed for us */
 } http_ctx;
 
 static http_ctx G;
@@ -87,6 +89,7 @@ typedef struct xfer {
   CURLcode result;
   long status;
   double total_s;
+  long connects;       /* new connections this transfer had to open */
   wait_op *waiter;
   struct stall *stall; /* the no-data watchdog, when stall_timeout is set */
   uint64_t last_rx;    /* loop time (ms) of the last bytes received */
@@ -98,6 +101,7 @@ typedef struct stall {
   uv_timer_t timer;
   xfer *x;
   uint64_t ms;
+  struct stall *next_orphan;
 } stall;
 
 enum { WAIT_LINES, WAIT_DONE };
@@ -148,16 +152,18 @@ static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *
   if (what == CURL_POLL_REMOVE) {
     if (s) {
       curl_multi_assign(G.multi, fd, NULL);
-      /* at engine shutdown the loop may have closed the handle already:
-       * then it is no longer ours to close (and s is left to the exit) */
+      /* at engine shutdown the loop closed the handle already (and ran
+       * its close): then only the memory is left to free */
       if (!uv_is_closing((uv_handle_t *)&s->poll)) {
         uv_poll_stop(&s->poll);
         uv_close((uv_handle_t *)&s->poll, on_poll_close);
+      } else if (G.final) {
+        free(s);
       }
     }
     return 0;
   }
-  if (s && uv_is_closing((uv_handle_t *)&s->poll)) return 0; /* shutting down */
+  if (G.final || (s && uv_is_closing((uv_handle_t *)&s->poll))) return 0; /* shutting down */
   if (!s) {
     s = calloc(1, sizeof *s);
     if (!s) return -1;
@@ -187,7 +193,7 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *userp) {
 }
 
 static void xfer_remove(xfer *x) {
-  if (x->in_multi) {
+  if (x->in_multi && G.ready) {
     curl_multi_remove_handle(G.multi, x->easy);
     x->in_multi = 0;
     G.running--;
@@ -219,6 +225,7 @@ static void xfer_complete(xfer *x, CURLcode rc) {
   x->result = rc;
   curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
   curl_easy_getinfo(x->easy, CURLINFO_TOTAL_TIME, &x->total_s);
+  curl_easy_getinfo(x->easy, CURLINFO_NUM_CONNECTS, &x->connects);
   if (x->want_lines && x->partial.n > 0) {
     buf_add(&x->lines, x->partial.p, x->partial.n);
     buf_add(&x->lines, "\n", 1);
@@ -237,7 +244,12 @@ static void stall_stop(xfer *x) {
   if (!st) return;
   x->stall = NULL;
   st->x = NULL;
-  if (!uv_is_closing((uv_handle_t *)&st->timer)) uv_close((uv_handle_t *)&st->timer, on_stall_close);
+  if (!uv_is_closing((uv_handle_t *)&st->timer)) {
+    uv_close((uv_handle_t *)&st->timer, on_stall_close);
+  } else { /* closed by the engine's shutdown: freed by ctx_gc */
+    st->next_orphan = G.orphans;
+    G.orphans = st;
+  }
 }
 
 /* No bytes for stall_timeout: abort like curl's own timeouts do. (curl's
@@ -305,13 +317,27 @@ static size_t header_cb(char *p, size_t size, size_t n, void *ud) {
   return len;
 }
 
-/* One multi handle per engine. A registry flag tells a new engine (a new
- * lua_State, as C tests make one after another) from the current one; the
- * previous engine's multi handle is abandoned, its loop is gone. */
+/* Finalizer of the engine's http context, a registry sentinel created
+ * before any request: Lua finalizes in reverse order of creation, so every
+ * request is closed by then, and the engine has closed (and run) its loop.
+ * What is left: the connection cache and the memory of closed handles. */
+static int ctx_gc(lua_State *L) {
+  (void)L;
+  if (!G.ready) return 0;
+  G.final = 1;
+  curl_multi_cleanup(G.multi); /* may report sockets removed: see socket_cb */
+  while (G.orphans) {
+    stall *st = G.orphans;
+    G.orphans = st->next_orphan;
+    free(st);
+  }
+  memset(&G, 0, sizeof G);
+  return 0;
+}
+
+/* One multi handle per engine (one lua_State), made on first use. */
 static int ctx_init(lua_State *L) {
-  int fresh = lua_getfield(L, LUA_REGISTRYINDEX, "mk.http.ready") == LUA_TNIL;
-  lua_pop(L, 1);
-  if (G.ready && !fresh) return 0;
+  if (G.ready) return 0;
   memset(&G, 0, sizeof G);
   G.loop = mk_loop(L);
   G.multi = curl_multi_init();
@@ -320,8 +346,12 @@ static int ctx_init(lua_State *L) {
   curl_multi_setopt(G.multi, CURLMOPT_TIMERFUNCTION, timer_cb);
   uv_timer_init(G.loop, &G.timer);
   G.ready = 1;
-  lua_pushboolean(L, 1);
-  lua_setfield(L, LUA_REGISTRYINDEX, "mk.http.ready");
+  lua_newuserdatauv(L, 1, 0);
+  lua_newtable(L);
+  lua_pushcfunction(L, ctx_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  lua_setfield(L, LUA_REGISTRYINDEX, "mk.http.ctx");
   return 0;
 }
 
@@ -543,6 +573,8 @@ static int push_response(lua_State *L, xfer *x) {
   lua_setfield(L, -2, "body");
   lua_pushnumber(L, x->total_s);
   lua_setfield(L, -2, "time_s");
+  lua_pushinteger(L, x->connects);
+  lua_setfield(L, -2, "new_connections");
   return 1;
 }
 

@@ -224,10 +224,8 @@ static int proc_results(lua_State *L, mk_op *op) {
     size_t len = (size_t)(nl - p) < sizeof line - 1 ? (size_t)(nl - p) : sizeof line - 1;
     memcpy(line, p, len);
     line[len] = 0;
-    if (sscanf(line, "exec %d", &exec_errno) == 1) {
-    } else if (sscanf(line, "exit %d %lld %ld", &raw, &cpu_us, &rss) == 3) {
-      have_exit = 1;
-    }
+    if (sscanf(line, "exit %d %lld %ld", &raw, &cpu_us, &rss) == 3) have_exit = 1;
+    else sscanf(line, "exec %d", &exec_errno);
     p = nl + 1;
   }
   if (exec_errno) {
@@ -358,12 +356,26 @@ static double opt_number(lua_State *L, int t, const char *k, double dflt) {
   return v;
 }
 
+/* Names of inherited variables kept from sandboxed code: API keys and the
+ * like must not reach candidate programs (which could print them into
+ * logs and prompts). Passing one in `env` explicitly still works. */
+static int secret_name(const char *e, size_t len) {
+  static const char *const words[] = {"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", NULL};
+  char up[256];
+  if (len >= sizeof up) len = sizeof up - 1;
+  for (size_t i = 0; i < len; i++) up[i] = (char)(e[i] >= 'a' && e[i] <= 'z' ? e[i] - 32 : e[i]);
+  up[len] = 0;
+  for (int i = 0; words[i]; i++)
+    if (strstr(up, words[i])) return 1;
+  return 0;
+}
+
 /* Child environment (a Lua table of strings at index `envt`, or none):
  * the engine's environment with env's entries set (false removes one);
  * clear_env = true starts from nothing. Everything lives in Lua memory
  * (the "K=V" strings in an anchor table, the array in a userdata, both
  * left on the stack), so an error raised later leaks nothing. */
-static char **build_env(lua_State *L, int envt, int clear, const char **path) {
+static char **build_env(lua_State *L, int envt, int clear, int scrub, const char **path) {
   size_t cap = 1;
   if (!clear)
     for (char **e = environ; *e; e++) cap++;
@@ -386,6 +398,7 @@ static char **build_env(lua_State *L, int envt, int clear, const char **path) {
     for (char **e = environ; *e; e++) {
       const char *eq = strchr(*e, '=');
       if (!eq) continue;
+      if (scrub && secret_name(*e, (size_t)(eq - *e))) continue;
       if (envt) {
         lua_pushlstring(L, *e, (size_t)(eq - *e));
         int ty = lua_rawget(L, envt);
@@ -510,7 +523,9 @@ static int l_run(lua_State *L) {
   if (!helper) return mk_push_error(L, "spawn", "proc.run: the mk-exec helper was not built (set MKENGINE_EXEC)");
 
   const char *path = NULL;
-  char **env = build_env(L, envt, clear_env, &path);
+  char **env = build_env(L, envt, clear_env, sb_workdir != NULL, &path);
+  if (cwd && access(cwd, X_OK) != 0)
+    return mk_push_error(L, "spawn", "cannot run '%s': working directory %s: %s", prog, cwd, strerror(errno));
   int r = resolve(prog, cwd, path);
   if (r < 0) {
     push_spawn_error(L, prog, strerror(-r));

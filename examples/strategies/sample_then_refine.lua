@@ -9,7 +9,7 @@ return {
     for i = 1, opts.samples do idx[i] = i end
     -- 1. independent samples, concurrently; each is a memoised step (resume)
     ctx:map(idx, function(i)
-      local key = root.id .. "/sample" .. i
+      local key = ctx:path(root) .. "/sample" .. i
       return ctx:step(key, function()
         local out, err = ctx.agents.implement { key = key }
         if not out then return nil, err end

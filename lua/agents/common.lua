@@ -52,11 +52,9 @@ function common.knowledge(ctx, query)
   local ok, retrieve = pcall(require, "mk.retrieve")
   if not ok then return nil, {} end
   local passages = retrieve.passages(query, { k = ctx.opts.kb_k or 3, max_chars = ctx.opts.kb_chars or 2500,
-    extra_dirs = ctx.opts.kb_dirs })
+    extra_dirs = ctx.opts.kb_dirs, target = ctx.task.target })
   if not passages or #passages == 0 then return nil, {} end
-  local used = {}
-  for i, p in ipairs(passages) do used[i] = { file = p.file, title = p.title, score = p.score } end
-  return retrieve.format(passages), used
+  return retrieve.format(passages), retrieve.refs(passages)
 end
 
 --- Extract the code of a reply: the last fenced block in the target's

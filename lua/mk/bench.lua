@@ -116,7 +116,7 @@ end
 ---   suite (dir), strategy (name) — required
 ---   repeats (K, default 5; `opts["repeat"]` also accepted), out (dir)
 ---   set, seed (base seed, default 1; repeat k uses seed + k - 1), model,
----   llm_config, budget (per run), jobs: passed to every run
+---   llm_config, llm_cache (rw|ro|off), budget (per run), jobs: passed to every run
 ---   concurrency (runs at once, default 2)
 ---   runner = fn(run_opts) -> summary (default require("mk.runner").run)
 ---   resume = fn(run_dir) -> summary (default require("mk.runner").resume)
@@ -138,23 +138,37 @@ function bench.run(opts)
   if opts.tasks then
     local want, sel = {}, {}
     for _, n in ipairs(opts.tasks) do want[n] = true end
-    for _, t in ipairs(tasks) do if want[t.name] then sel[#sel + 1] = t end end
+    for _, t in ipairs(tasks) do
+      if want[t.name] then
+        sel[#sel + 1] = t
+        want[t.name] = nil
+      end
+    end
+    local missing = next(want)
+    if missing then return nil, { kind = "bad_suite", message = "no task named '" .. missing .. "' in " .. opts.suite } end
     tasks = sel
-  end
-  local out = (opts.out or default_out(opts.strategy)):gsub("/+$", "")
-  fs.mkdirs(out)
-  local lock = fs.lock and fs.lock(out .. "/.bench.lock")
-  if fs.lock and not lock then
-    return nil, { kind = "locked", message = out .. " is used by another bench" }
   end
   local runner = opts.runner
   local resume = opts.resume
   if not runner or not resume then
     local ok, r = pcall(require, "mk.runner")
     if ok then
+      if not runner and r.load_strategy then
+        -- a typo in the strategy name should not fail every run one by one
+        local oks, serr = pcall(r.load_strategy, opts.strategy)
+        if not oks then
+          return nil, { kind = "bad_strategy", message = type(serr) == "table" and (serr.message or tostring(serr)) or tostring(serr) }
+        end
+      end
       runner = runner or r.run
       resume = resume or r.resume
     end
+  end
+  local out = (opts.out or default_out(opts.strategy)):gsub("/+$", "")
+  fs.mkdirs(out)
+  local lock = fs.lock and fs.lock(out .. "/.bench.lock")
+  if fs.lock and not lock then
+    return nil, { kind = "locked", message = out .. " is used by another bench" }
   end
   if not runner then error("bench.run: no runner (mk.runner is not available and opts.runner is not set)", 2) end
   local base_seed = opts.seed or 1
@@ -228,11 +242,14 @@ function bench.run(opts)
         ok, summary = pcall(resume, dir)
       else
         how = "ran"
+        -- leftovers of a run that died before writing run.json cannot be
+        -- resumed, and rundir.create refuses a non-empty directory
+        if fs.exists(dir) then fs.rm_rf(dir) end
         fs.mkdirs(out .. "/" .. t.name)
         local ro = {
           strategy = opts.strategy, task = t.dir, set = copy_opts(opts.set), seed = base_seed + k - 1,
           model = opts.model, llm_config = opts.llm_config, budget = opts.budget and copy_opts(opts.budget),
-          run_dir = dir, quiet = true, jobs = opts.jobs,
+          run_dir = dir, quiet = true, jobs = opts.jobs, llm_cache = opts.llm_cache,
         }
         ok, summary = pcall(runner, ro)
       end
@@ -281,6 +298,10 @@ function bench.run(opts)
       if not p then return end
       one(p[1], p[2])
     end
+  end
+  if prog and prog.tick then
+    prog:set(status_fields())
+    prog:tick(1)
   end
   local task = package.loaded["mk.task"] or select(2, pcall(require, "mk.task"))
   if type(task) == "table" and task.spawn and task.current and task.current() then
@@ -351,7 +372,11 @@ function bench.format(results)
     fint(c.input_tokens), fint(c.output_tokens), c.usd or 0, fsec(c.llm_s), fsec(c.device_s), fsec(c.wall_s),
     tostring(results.runs_done or "all"))
   L[#L + 1] = string.format("median of %s repeats per task; fast_p = share of all tasks correct with speedup > p",
-    tostring(results["repeat"] or "?"))
+    tostring(math.tointeger(results["repeat"]) or results["repeat"] or "?"))
+  local rd, rt = tonumber(results.runs_done), tonumber(results.runs_total)
+  if rd and rt and rd < rt then
+    L[#L + 1] = string.format("INCOMPLETE: %d of %d runs done; tasks without a finished run count as failed", rd, rt)
+  end
   return table.concat(L, "\n") .. "\n"
 end
 

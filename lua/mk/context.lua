@@ -53,6 +53,14 @@ function Ctx:event(e)
   if self.run then self.run:event(e) end
 end
 
+--- The stable name of a node for building step keys: its own key (the
+--- path of steps that made it), or its id. Keys built from paths, not ids,
+--- make two runs with the same seed ask the same questions even though
+--- concurrent branches commit in a different order.
+function Ctx:path(node) -- luacheck: ignore 212/self
+  return node.key or node.id
+end
+
 --- A deterministic random generator for a step key.
 function Ctx:rng(key) return rng_lib.new(self.seed, key) end
 
@@ -157,9 +165,6 @@ function Ctx:step(key, fn)
   spec.key = key
   spec.cost = spec.cost or acc
   local node = self.graph:add(spec)
-  self:event { type = "node", id = node.id, key = key, kind = node.kind, status = node.status,
-    parents = node.parents, latency_s = node.metrics and node.metrics.latency_s,
-    speedup = node.metrics and node.metrics.speedup, cost = spec.cost }
   if self.on_node then self.on_node(node) end
   return node
 end
@@ -238,7 +243,8 @@ end
 --- One Auto trajectory from `start`: plan → implement → compile (fix loop)
 --- → test → tune → profile, the profile feeding the next plan; a compile or
 --- numeric failure goes back to planning. Every step is a node. Returns the
---- fastest correct node of the trajectory (or nil) and the list of nodes.
+--- fastest correct node made by this trajectory (not `start`; nil if none)
+--- and the list of nodes it made.
 --- o: {iters = opts.iters or 5, tag = "auto", direction = text,
 ---     max_fix = opts.max_fix or 6, tune = opts.tune ~= false}
 function Ctx:auto(start, o)
@@ -247,8 +253,8 @@ function Ctx:auto(start, o)
   local max_fix = o.max_fix or self.opts.max_fix or 6
   local tune = o.tune
   if tune == nil then tune = self.opts.tune ~= false end
-  local base = start.id .. "/" .. (o.tag or "auto")
-  local best = (start.status == "ok" and start.kind ~= "reference") and start or nil
+  local base = self:path(start) .. "/" .. (o.tag or "auto")
+  local best -- only nodes made by this trajectory count
   local current, err_feedback = start, nil
   local made = {}
   for it = 1, iters do

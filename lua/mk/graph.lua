@@ -24,6 +24,15 @@ local json = require("cjson").new()
 local graph = {}
 
 local INDEX = "nodes.jsonl"
+-- A binary snapshot of the index (string.pack records), written by close
+-- when many nodes were added: loading it costs one string.unpack per node
+-- instead of a JSON decode. A cache only: ignored unless it matches the
+-- index byte for byte up to the point it covers.
+local SNAP = "nodes.snap"
+local SNAP_MAGIC = "mk.graph snapshot 1\n"
+local SNAP_HEAD = "<I4I8I8s1s1"
+local SNAP_NODE = "<s1s1s2s1s1ddBs2I4"
+local SNAP_EVERY = 1000
 local RESERVED = { ["plan.md"] = true, ["node.json"] = true, ["error.txt"] = true }
 local LAZY = { plan = "plan.md", error = "error.txt" }
 
@@ -40,8 +49,20 @@ local LAZY = { plan = "plan.md", error = "error.txt" }
 ---@field time integer unix seconds of the commit
 local Node = {}
 
+-- Fields kept undecoded (a span `_tb`.._te` of the index text `_src`) until first use, so
+-- loading 100,000 nodes decodes only what the graph's structure needs.
+local TAIL = { metrics = true, cost = true, meta = true, transcripts = true, time = true, file_names = true }
+local expand -- defined below
+
 local node_mt = {
   __index = function(n, k)
+    if TAIL[k] then
+      if rawget(n, "_src") then
+        expand(n)
+        return rawget(n, k)
+      end
+      return nil
+    end
     if LAZY[k] then
       -- loaded on first use: 100,000 nodes need not hold their plans
       local p = n._g.repo and n._g.repo:read(n.oid, LAZY[k]) or nil
@@ -70,9 +91,7 @@ end
 
 --- True when the node is a correct, measured candidate (eligible for best).
 function Node:correct()
-  local m = self.metrics or {}
-  return self.status == "ok" and m.correct ~= false and
-    (type(m.latency_s) == "number" or type(m.speedup) == "number")
+  return self.status == "ok" and self._ok ~= false and (self._lat ~= nil or self._sp ~= nil)
 end
 
 --- Tokens spent on the node (cost.input_tokens + cost.output_tokens, or cost.tokens).
@@ -122,24 +141,70 @@ local function id_of(n) return string.format("n%04d", n) end
 -- lua-cjson decodes every number as a float; give integral values back
 -- their integer subtype so counts print and compare as written.
 local function normalize(v)
-  if type(v) == "table" then
-    for k, x in pairs(v) do v[k] = normalize(x) end
-  elseif type(v) == "number" then
-    return math.tointeger(v) or v
+  for k, x in pairs(v) do
+    local tx = type(x)
+    if tx == "number" then
+      local i = math.tointeger(x)
+      if i then v[k] = i end
+    elseif tx == "table" then
+      normalize(x)
+    end
   end
   return v
 end
 
-local function is_better(a, b)
-  local la, lb = a.metrics.latency_s, b.metrics.latency_s
-  if type(la) == "number" and type(lb) == "number" then return la < lb end
-  local sa, sb = a.metrics.speedup, b.metrics.speedup
-  if type(sa) == "number" and type(sb) == "number" then return sa > sb end
-  return type(la) == "number" and type(lb) ~= "number"
+-- Deep copy, so a caller mutating its metrics table later cannot change a
+-- committed node behind git's back.
+local function copy(v)
+  if type(v) ~= "table" then return v end
+  local out = {}
+  for k, x in pairs(v) do out[k] = copy(x) end
+  return out
 end
 
-local function eligible(n)
-  return n.kind ~= "root" and n.kind ~= "reference" and Node.correct(n)
+local NULL = json.null
+local NAN = 0 / 0
+local function unnull(v)
+  if v == NULL then return nil end
+  return v
+end
+local function num(v)
+  if type(v) == "number" then return v end
+  return nil
+end
+
+-- Turn a full record (node.json, or a node being added) into a node in
+-- place, keeping eagerly the summary of metrics that best-tracking needs.
+local function adopt(rec, g)
+  rec.file_names, rec.files = rec.files or {}, nil
+  rec.parents = rec.parents or {}
+  rec.metrics = rec.metrics and normalize(rec.metrics) or {}
+  rec.cost = rec.cost and normalize(rec.cost) or {}
+  rec.meta = rec.meta and normalize(rec.meta) or {}
+  if rec.transcripts then normalize(rec.transcripts) end
+  rec.time = rec.time and math.tointeger(rec.time) or rec.time
+  rec._g = g
+  rec._lat, rec._sp, rec._ok = num(rec.metrics.latency_s), num(rec.metrics.speedup), rec.metrics.correct ~= false
+  return setmetatable(rec, node_mt)
+end
+
+function expand(n)
+  local tail = json.decode(rawget(n, "_src"):sub(n._tb, n._te))
+  n._src, n._tb, n._te = nil, nil, nil
+  n.metrics = tail.metrics and normalize(tail.metrics) or {}
+  n.cost = tail.cost and normalize(tail.cost) or {}
+  n.meta = tail.meta and normalize(tail.meta) or {}
+  n.transcripts = tail.transcripts and normalize(tail.transcripts) or nil
+  n.time = tail.time and math.tointeger(tail.time) or tail.time
+  n.file_names = tail.files or {}
+end
+
+local function is_better(a, b)
+  local la, lb = a._lat, b._lat
+  if la and lb then return la < lb end
+  local sa, sb = a._sp, b._sp
+  if sa and sb then return sa > sb end
+  return la ~= nil and lb == nil
 end
 
 local LISTS = { parents = true, files = true }
@@ -168,44 +233,91 @@ local function pretty(v, indent, key)
   return "{\n" .. pad .. table.concat(parts, ",\n" .. pad) .. "\n" .. indent .. "}"
 end
 
--- Record as written to node.json and to the index (one line).
+-- Record as written to node.json.
 local function record_of(n)
   return {
-    id = n.id, oid = n.oid, key = n.key, kind = n.kind, status = n.status,
+    id = n.id, key = n.key, kind = n.kind, status = n.status,
     parents = n.parents, metrics = n.metrics, cost = n.cost, meta = n.meta,
     transcripts = n.transcripts, time = n.time, files = n.file_names,
   }
 end
 
-function Graph:_insert(rec)
-  local n = setmetatable({
-    _g = self, id = rec.id, oid = rec.oid, key = rec.key, kind = rec.kind,
-    status = rec.status, parents = rec.parents or {}, metrics = rec.metrics or {},
-    cost = rec.cost or {}, meta = rec.meta or {}, transcripts = rec.transcripts,
-    time = rec.time, file_names = rec.files or {},
-  }, node_mt)
-  self.by_id[n.id] = n
-  self.list[#self.list + 1] = n
-  if n.key then self.keys[n.key] = n end
-  local num = num_of(n.id)
-  if num and num > self.seq then self.seq = num end
-  for _, p in ipairs(n.parents) do
-    local c = self.kids[p]
-    if not c then
-      c = {}
-      self.kids[p] = c
-    end
-    c[#c + 1] = n
+local function nonempty(t)
+  if t and next(t) ~= nil then return t end
+  return nil
+end
+
+-- One line of the index: a JSON array of what the graph's structure needs
+-- (decoded at load), a tab, and a JSON object of the rest (decoded when a
+-- node's metrics/cost/meta are first read). JSON escapes tabs inside
+-- strings, so the first raw tab separates the two.
+--   [id, oid, parents, key, kind, status, latency_s, speedup, correct]\t{metrics, cost, meta, ...}
+local function tail_text(n)
+  local src = rawget(n, "_src")
+  if src then return src:sub(n._tb, n._te) end
+  return json.encode{ metrics = nonempty(n.metrics), cost = nonempty(n.cost), meta = nonempty(n.meta),
+    transcripts = n.transcripts, time = n.time, files = nonempty(n.file_names) }
+end
+
+local function index_line(n)
+  local head = json.encode{ n.id, n.oid, n.parents, n.key or NULL, n.kind, n.status,
+    n._lat or NULL, n._sp or NULL, n._ok }
+  return head .. "\t" .. tail_text(n)
+end
+
+-- A node from the index line text[pos..e] (nil if the line is malformed).
+-- The tail stays in `text` (no copy) until the node is expanded.
+local function from_line(text, pos, e, g)
+  local tab = string.find(text, "\t", pos, true)
+  if not tab or tab > e then return nil end
+  local h = json.decode(string.sub(text, pos, tab - 1))
+  if type(h) ~= "table" or type(h[1]) ~= "string" or type(h[2]) ~= "string" or type(h[3]) ~= "table" then
+    return nil
   end
-  if not self.root_node and #n.parents == 0 then self.root_node = n end
-  if eligible(n) and (not self.best_node or is_better(n, self.best_node)) then
-    self.best_node = n
+  return setmetatable({ _g = g, id = h[1], oid = h[2], parents = h[3], key = unnull(h[4]), kind = h[5],
+    status = h[6], _lat = num(h[7]), _sp = num(h[8]), _ok = h[9] ~= false, _src = text, _tb = tab + 1,
+    _te = e - 1 }, node_mt)
+end
+
+-- Add an adopted node to the maps (the hot loop of loading: keep it lean).
+function Graph:_insert(n)
+  self.by_id[n.id] = n
+  local count = self.count + 1
+  self.count = count
+  self.list[count] = n
+  if n.key then self.keys[n.key] = n end
+  local parents = n.parents
+  local np = #parents
+  if np == 0 then
+    if not self.root_node then self.root_node = n end
+  else
+    local kids = self.kids
+    for i = 1, np do
+      local p = parents[i]
+      local c = kids[p]
+      if not c then
+        kids[p] = { n }
+      else
+        c[#c + 1] = n
+      end
+    end
+  end
+  if n.status == "ok" and (n._lat or n._sp) and n._ok and n.kind ~= "root" and n.kind ~= "reference" then
+    local b = self.best_node
+    if not b or is_better(n, b) then self.best_node = n end
   end
   return n
 end
 
+-- The counter behind new ids: the number of the last node (the index and
+-- the rebuild are both in id order).
+function Graph:_sync_seq()
+  local last = self.list[#self.list]
+  self.seq = last and num_of(last.id) or 0
+end
+
 function Graph:_reset()
-  self.by_id, self.list, self.keys, self.kids = {}, {}, {}, {}
+  self.by_id, self.list, self.keys, self.kids, self.count = {}, {}, {}, {}, 0
   self.seq, self.root_node, self.best_node = 0, nil, nil
 end
 
@@ -218,7 +330,7 @@ function Graph:_record_from_git(id, oid)
     return nil, { kind = "corrupt", message = "node.json of " .. id .. " is not valid" }
   end
   rec.oid = oid
-  return normalize(rec)
+  return rec
 end
 
 -- Rebuild the in-memory graph from refs/nodes/* (the source of truth).
@@ -239,21 +351,101 @@ function Graph:_rebuild()
     end
   end
   table.sort(recs, function(a, b) return (num_of(a.id) or 0) < (num_of(b.id) or 0) end)
-  for _, rec in ipairs(recs) do self:_insert(rec) end
+  for _, rec in ipairs(recs) do self:_insert(adopt(rec, self)) end
+  self:_sync_seq()
   return true
 end
 
 function Graph:_write_index()
+  fs.remove(self.dir .. "/" .. SNAP)
   local lines = {}
-  for i, n in ipairs(self.list) do lines[i] = json.encode(record_of(n)) end
+  for i, n in ipairs(self.list) do lines[i] = index_line(n) end
   lines[#lines + 1] = ""
   return fs.write(self.dir .. "/" .. INDEX, table.concat(lines, "\n"), { atomic = true, sync = self.sync })
 end
 
--- Load the index; returns "ok", "torn" (last line cut short) or "bad".
+function Graph:_write_snapshot()
+  local size = (fs.stat(self.dir .. "/" .. INDEX) or {}).size
+  local last = self.list[#self.list]
+  if not size or not last or self.index_broken then return end
+  local pack, concat = string.pack, table.concat
+  local last_line = #index_line(last) + 1
+  local parts = { SNAP_MAGIC, pack(SNAP_HEAD, #self.list, size, size - last_line + 1, last.id, last.oid) }
+  for i, n in ipairs(self.list) do
+    local tail = tail_text(n)
+    parts[i + 2] = pack(SNAP_NODE, n.id, n.oid, n.key or "", n.kind, n.status, n._lat or NAN, n._sp or NAN,
+      (n._ok and 1 or 0) | (n.key and 2 or 0), concat(n.parents, ","), #tail) .. tail
+  end
+  fs.write(self.dir .. "/" .. SNAP, concat(parts), { atomic = true, sync = self.sync })
+  self.snap_count = #self.list
+end
+
+-- Load nodes from the snapshot if it matches `text` (the index); returns
+-- the number of index bytes it covers (0 when unusable).
+function Graph:_load_snapshot(text)
+  local data = fs.read(self.dir .. "/" .. SNAP)
+  if not data or data:sub(1, #SNAP_MAGIC) ~= SNAP_MAGIC then return 0 end
+  local unpack, find, gmatch = string.unpack, string.find, string.gmatch
+  local count, covered, last_start, last_id, last_oid, pos = unpack(SNAP_HEAD, data, #SNAP_MAGIC + 1)
+  local prefix = json.encode{ last_id, last_oid }:sub(1, -2) .. ","
+  if covered > #text or text:sub(covered, covered) ~= "\n" or text:sub(last_start, last_start + #prefix - 1) ~= prefix then
+    return 0
+  end
+  for _ = 1, count do
+    local id, oid, key, kind, status, lat, sp, flags, pj, tlen
+    id, oid, key, kind, status, lat, sp, flags, pj, tlen, pos = unpack(SNAP_NODE, data, pos)
+    local parents
+    if pj == "" then
+      parents = {}
+    elseif not find(pj, ",", 1, true) then
+      parents = { pj }
+    else
+      parents = {}
+      for p in gmatch(pj, "[^,]+") do parents[#parents + 1] = p end
+    end
+    self:_insert(setmetatable({ _g = self, id = id, oid = oid, parents = parents,
+      key = (flags & 2 ~= 0) and key or nil, kind = kind, status = status,
+      _lat = lat == lat and lat or nil, _sp = sp == sp and sp or nil, _ok = flags & 1 ~= 0,
+      _src = data, _tb = pos, _te = pos + tlen - 1 }, node_mt))
+    pos = pos + tlen
+  end
+  if pos ~= #data + 1 or self.list[#self.list].oid ~= last_oid then error("snapshot is damaged", 0) end
+  self.snap_count = count
+  return covered
+end
+
+-- Load the index; returns "ok", "torn" (last line cut short), "bad" or
+-- "missing". The fast path decodes line after line with no per-line pcall;
+-- any failure restarts in the careful loop that tells torn from bad.
 function Graph:_load_index()
   local text = fs.read(self.dir .. "/" .. INDEX)
   if not text then return "missing" end
+  local find = string.find
+  local by_id = self.by_id
+  local function fast()
+    local pos, len = (self.no_snapshot and 0 or self:_load_snapshot(text)) + 1, #text
+    while pos <= len do
+      local e = find(text, "\n", pos, true)
+      if not e then error("torn", 0) end
+      local n = from_line(text, pos, e, self)
+      if not n or by_id[n.id] then error("bad", 0) end
+      self:_insert(n)
+      pos = e + 1
+    end
+  end
+  local gc_was_running = collectgarbage("isrunning")
+  collectgarbage("stop")
+  local ok = pcall(fast)
+  if not ok and fs.exists(self.dir .. "/" .. SNAP) then
+    -- maybe only the snapshot is bad: retry from the index alone
+    self:_reset()
+    self.no_snapshot = true
+    ok = pcall(fast)
+  end
+  if gc_was_running then collectgarbage("restart") end
+  self:_sync_seq()
+  if ok then return "ok" end
+  self:_reset()
   local state = "ok"
   local pos, len = 1, #text
   while pos <= len do
@@ -262,14 +454,12 @@ function Graph:_load_index()
       state = "torn"
       break
     end
-    local ok, rec = pcall(json.decode, text:sub(pos, e - 1))
-    if not ok or type(rec) ~= "table" or type(rec.id) ~= "string" or type(rec.oid) ~= "string"
-      or self.by_id[rec.id] then
-      return "bad"
-    end
-    self:_insert(normalize(rec))
+    local dok, n = pcall(from_line, text, pos, e, self)
+    if not dok or not n or self.by_id[n.id] then return "bad" end
+    self:_insert(n)
     pos = e + 1
   end
+  self:_sync_seq()
   return state
 end
 
@@ -347,7 +537,8 @@ function Graph:_reconcile(verify)
       return true
     end
     self.problems[#self.problems + 1] = "recovered " .. id .. " from its ref"
-    self:_insert(rec)
+    self:_insert(adopt(rec, self))
+    self:_sync_seq()
     dirty = true
   end
   return dirty
@@ -355,10 +546,13 @@ end
 
 --- Open (or create) the graph stored in the bare repository `dir`.
 ---@param dir string path of the bare repository (e.g. RUN/graph.git)
----@param opts table|nil {create = true, readonly = false, verify = false, sync = false}
+---@param opts table|nil {create = true, readonly = false, verify = false, sync = false, snapshot_every = 1000}
 ---  create: make the repository if missing; readonly: repair nothing on disk
 ---  (for inspecting a live run); verify: compare every ref with the index;
----  sync: fsync objects, refs and the index (survives power loss, ~ms/node).
+---  sync: fsync objects, refs and the index (survives power loss, ~ms/node);
+---  snapshot_every: close writes a binary snapshot of the index (fast loading)
+---  when at least this many nodes were added since the last one; snapshot =
+---  false ignores the snapshot (loads from nodes.jsonl alone).
 ---@return mk.Graph|nil, table|nil err {kind = "not_found"|"corrupt", message}
 function graph.open(dir, opts)
   assert(type(dir) == "string", "graph.open: dir must be a string")
@@ -377,7 +571,8 @@ function graph.open(dir, opts)
   end
   if opts.sync then git.fsync(true) end
   local g = setmetatable({ repo = repo, dir = dir:gsub("/+$", ""), sync = opts.sync or false,
-    readonly = opts.readonly or false, problems = {} }, Graph)
+    readonly = opts.readonly or false, problems = {}, snapshot_every = opts.snapshot_every or SNAP_EVERY,
+    no_snapshot = opts.snapshot == false or nil }, Graph)
   g:_reset()
   local ok, dirty = pcall(g._reconcile, g, opts.verify)
   if not ok then
@@ -447,8 +642,8 @@ function Graph:add(spec)
   local id = id_of(self.seq + 1)
   local n = {
     id = id, key = spec.key, kind = spec.kind, status = status, parents = parents,
-    metrics = spec.metrics or {}, cost = spec.cost or {}, meta = spec.meta or {},
-    transcripts = spec.transcripts, time = os.time(), file_names = names,
+    metrics = copy(spec.metrics) or {}, cost = copy(spec.cost) or {}, meta = copy(spec.meta) or {},
+    transcripts = copy(spec.transcripts), time = os.time(), file_names = names,
   }
   local ok, node_json = pcall(pretty, record_of(n), "")
   if not ok then error("graph:add: cannot encode node: " .. tostring(node_json), 2) end
@@ -461,15 +656,19 @@ function Graph:add(spec)
     ref = "refs/nodes/" .. id, time = n.time }
   if not oid then return nil, err end
   n.oid = oid
-  local line = json.encode(record_of(n)) .. "\n"
   local prev_best = self.best_node
-  local node = self:_insert(record_of(n))
+  n.files, n.file_names = n.file_names, nil
+  local node = adopt(n, self)
+  local line = index_line(node) .. "\n"
+  self:_insert(node)
+  self.seq = self.seq + 1
   if spec.plan then rawset(node, "plan", spec.plan) end
   if spec.error then rawset(node, "error", spec.error) end
   local aok, aerr = fs.append(self.dir .. "/" .. INDEX, line, self.sync)
   if not aok then
     -- the commit and its ref exist; the next open recovers the index line
     self.problems[#self.problems + 1] = "cannot append to index: " .. tostring(aerr and aerr.message)
+    self.index_broken = true
   end
   if self.best_node ~= prev_best then
     self.repo:set_ref("refs/heads/best", node.oid, "best: " .. id)
@@ -582,7 +781,10 @@ end
 --- Pack refs (fast listing later) and close the repository.
 function Graph:close()
   if not self.repo then return end
-  if not self.readonly and #self.list > 0 then self.repo:pack_refs() end
+  if not self.readonly and #self.list > 0 then
+    self.repo:pack_refs()
+    if #self.list - (self.snap_count or 0) >= self.snapshot_every then self:_write_snapshot() end
+  end
   self.repo:close()
   self.repo = nil
 end

@@ -120,6 +120,30 @@ function metrics.fast_curve(rows, steps)
   return pts
 end
 
+--- The exact fast_p step function: points {p, value} at p = 0 and at every
+--- distinct correct speedup s (where fast_p drops, since s is not > s),
+--- ending at `xmax` (default: 1.1 x the largest speedup, at least 2). Draw
+--- it as a step plot (hold each value until the next point's p).
+---@param rows table[]
+---@param xmax number|nil
+function metrics.fast_steps(rows, xmax)
+  local ss = {}
+  local top = 2
+  for _, r in ipairs(rows) do
+    if r.correct and valid_speedup(r.speedup) then
+      ss[#ss + 1] = r.speedup
+      if r.speedup * 1.1 > top then top = r.speedup * 1.1 end
+    end
+  end
+  table.sort(ss)
+  local pts = { { p = 0, value = metrics.fast_p(rows, 0) } }
+  for i, s in ipairs(ss) do
+    if s ~= ss[i - 1] then pts[#pts + 1] = { p = s, value = metrics.fast_p(rows, s) } end
+  end
+  pts[#pts + 1] = { p = math.max(xmax or top, pts[#pts].p), value = pts[#pts].value }
+  return pts
+end
+
 --- Count tasks that compiled / are correct.
 ---@param rows table[]
 ---@return integer compiled, integer correct

@@ -23,7 +23,7 @@ end
 --- test(1), since plain Lua has no isatty).
 function progress.isatty(fd)
   if os.getenv("MK_PROGRESS_TTY") then return os.getenv("MK_PROGRESS_TTY") == "1" end
-  local ok = os.execute("test -t " .. (fd or 2) .. " 2>/dev/null")
+  local ok = os.execute("test -t " .. math.tointeger(fd or 2))
   return ok == true
 end
 
@@ -83,7 +83,13 @@ function Progress:event(ev)
     f.tokens = f.tokens + (tonumber(u.input_tokens) or 0) + (tonumber(u.output_tokens) or 0)
     f.usd = f.usd + (tonumber(u.usd) or tonumber(u.cost_usd) or tonumber(ev.cost_usd) or 0)
   end
-  if tonumber(ev.device_s) then f.device_s = f.device_s + tonumber(ev.device_s) end
+  if tonumber(ev.device_s) then
+    f.device_s = f.device_s + tonumber(ev.device_s)
+  elseif (ty == "node" or ty == "node_added") then
+    -- a node's cost carries the device time of its evaluation
+    local n = type(ev.node) == "table" and ev.node or ev
+    if type(n.cost) == "table" and tonumber(n.cost.device_s) then f.device_s = f.device_s + tonumber(n.cost.device_s) end
+  end
   self:draw()
 end
 
@@ -138,8 +144,27 @@ function Progress:note(text)
   self.stream:flush()
 end
 
+--- On a terminal, redraw every `interval` seconds (default 1) from a
+--- background mk.task task so the elapsed time ticks while nothing else
+--- happens (e.g. between bench runs). No-op elsewhere; stopped by finish.
+function Progress:tick(interval)
+  if not self.tty or self.ticker then return end
+  local ok, task = pcall(require, "mk.task")
+  if not ok or not task.current or not task.current() then return end
+  self.ticker = task.spawn(function()
+    while true do
+      task.sleep(interval or 1)
+      self:draw(true)
+    end
+  end)
+end
+
 --- Clear the status line (terminal) so following output starts clean.
 function Progress:finish()
+  if self.ticker then
+    self.ticker:cancel()
+    self.ticker = nil
+  end
   if self.tty and self.drawn then
     self.stream:write("\r\27[K")
     self.stream:flush()

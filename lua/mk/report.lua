@@ -45,8 +45,11 @@ report.read_jsonl = read_jsonl
 
 -- Encode data for a <script type="application/json"> block: no "<" may
 -- appear raw, so "</script>" inside a kernel's source cannot end the block.
+local page_json = cjson.new()
+page_json.encode_invalid_numbers("null") -- a NaN metric must not break the page
+
 local function embed_json(v)
-  local s = cjson.encode(v)
+  local s = page_json.encode(v)
   return (s:gsub("<", "\\u003c"):gsub("\226\128\168", "\\u2028"):gsub("\226\128\169", "\\u2029"))
 end
 
@@ -589,7 +592,7 @@ h3{font-size:15px;margin:16px 0 6px}
 .card.pair{display:flex;gap:18px}
 table{border-collapse:collapse;margin:6px 0}th,td{border-bottom:1px solid var(--line);padding:4px 10px;text-align:right;white-space:nowrap}
 th{background:var(--panel);font-weight:600}td:first-child,th:first-child{text-align:left}
-td.yes{color:#1a7f37}td.no{color:#cf222e}
+td.l,th.l{text-align:left}td.yes{color:#1a7f37}td.no{color:#cf222e}
 .charts{display:flex;flex-wrap:wrap;gap:24px}.charts figure{max-width:480px;margin:0}
 .charts figcaption{color:var(--muted);font-size:12px;text-align:center}
 svg text{font:11px system-ui,sans-serif;fill:var(--fg)}
@@ -738,13 +741,15 @@ end
 
 local function yn(b) return b and '<td class="yes">yes</td>' or '<td class="no">no</td>' end
 
-local function fast_curve_chart(rows, name)
+-- The exact fast_p step function, with a marker (and tooltip) at each
+-- speedup where it drops.
+local function fast_curve_chart(rows, name, xmax)
   local pts = {}
-  for _, p in ipairs(metrics.fast_curve(rows)) do pts[#pts + 1] = { p.p, p.value, hide = true } end
-  for _, p in ipairs(metrics.P) do
-    pts[#pts + 1] = { p, metrics.fast_p(rows, p), label = string.format("fast_%s = %.2f", metrics.p_name(p), metrics.fast_p(rows, p)) }
+  local steps = metrics.fast_steps(rows, xmax)
+  for i, p in ipairs(steps) do
+    pts[#pts + 1] = { p.p, p.value, hide = i == #steps,
+      label = string.format("fast_p = %.2f for p ≥ %.2f", p.value, p.p) }
   end
-  table.sort(pts, function(a, b) return a[1] < b[1] end)
   return { name = name or "fast_p", points = pts }
 end
 
@@ -760,6 +765,29 @@ local function page(title, sub, body, store)
     "<script type=\"application/json\" id=\"mk-data\">", embed_json({ nodes = store }),
     "</script><script>", JS, "</script></body></html>\n",
   })
+end
+
+-- The n fastest correct nodes with the first line of their plan.
+local function top_nodes_table(nodes, n)
+  local list = {}
+  for _, x in ipairs(nodes) do
+    if node_speedup(x) and x.kind ~= "reference" and x.kind ~= "root" then list[#list + 1] = x end
+  end
+  table.sort(list, function(a, b) return node_speedup(a) > node_speedup(b) end)
+  if #list == 0 then return '<p class="sub">no correct kernel besides the reference</p>' end
+  local out = { '<table><tr><th>#</th><th class="l">node</th><th class="l">kind</th><th>speedup</th><th>latency</th>'
+    .. '<th>found at</th><th class="l">plan</th></tr>' }
+  for i = 1, math.min(n, #list) do
+    local x = list[i]
+    local plan = x.plan and (x.plan:match("[^\n]*%S[^\n]*") or "") or ""
+    if #plan > 110 then plan = plan:sub(1, 107) .. "..." end
+    out[#out + 1] = string.format('<tr><td>%d</td><td class="l">%s</td><td class="l">%s</td><td>%s</td><td>%s</td><td>%s</td>'
+      .. '<td class="l">%s</td></tr>', i, esc(x.id), esc(x.kind or "–"), fmt_x(node_speedup(x)),
+      num(x.metrics.latency_s) and string.format("%.4g ms", x.metrics.latency_s * 1e3) or "–",
+      x.t and fmt_s(x.t) or "–", esc(plan))
+  end
+  out[#out + 1] = "</table>"
+  return table.concat(out)
 end
 
 local function run_body(run, store, prefix)
@@ -780,6 +808,7 @@ local function run_body(run, store, prefix)
     card(fmt_s(cost.wall_s), "wall time"),
     "</div>",
     "<h2>Search tree</h2>", STATUS_KEYS, tree_section(run, store, prefix or ""),
+    "<h2>Fastest correct kernels</h2>", top_nodes_table(run.nodes, 10),
     "<h2>Progress</h2>", progress_charts({ { name = s.task or run.run.task or "run", points = run.series } }),
     "<h2>Cost</h2>", cost_rows(cost),
   }
@@ -796,7 +825,9 @@ local function run_sub(run)
   local seed = s.seed or r.seed
   add("seed", math.tointeger(seed) or seed)
   add("status", s.status or r.status or (run.summary and "" or "running / unfinished"))
-  add("started", r.start or r.started)
+  local started = r.started_at or r.start or r.started
+  if type(started) == "number" then started = os.date("!%Y-%m-%d %H:%M UTC", math.floor(started)) end
+  add("started", started)
   local opts = s.options or r.options
   if type(opts) == "table" then
     local o = {}
@@ -832,7 +863,7 @@ local function bench_body(b, store)
     parts[#parts + 1] = string.format("<tr><td>fast_%s</td><td>%s</td><td>%s / %d</td></tr>", metrics.p_name(p), fmt(v), fmt_int(v * n), n)
   end
   parts[#parts + 1] = "</table><figure>"
-  parts[#parts + 1] = report.svg_chart { series = { fast_curve_chart(rows) }, step = false, xmin = 0, ymin = 0,
+  parts[#parts + 1] = report.svg_chart { series = { fast_curve_chart(rows) }, step = true, xmin = 0, ymin = 0,
     xlabel = "speedup threshold p", ylabel = "share of tasks correct and > p" }
   parts[#parts + 1] = "<figcaption>fast_p curve (share of all tasks correct and faster than p × baseline)</figcaption></figure></div>"
   parts[#parts + 1] = "<h2>Per task</h2><p class=\"sub\">median run of " .. esc(fmt_count(res["repeat"]))
@@ -868,27 +899,41 @@ local function bench_body(b, store)
   return table.concat(parts)
 end
 
-local function params_text(e)
-  local p = e.params or {}
-  local bits = {}
-  for _, k in ipairs({ "strategy", "task", "suite", "model", "seed" }) do
-    if p[k] ~= nil then bits[#bits + 1] = k .. "=" .. tostring(p[k]) end
+local function value_text(v)
+  if type(v) == "number" then return fmt_count(v) end
+  if type(v) == "table" then
+    local ok, j = pcall(page_json.encode, v)
+    return ok and j or "…"
   end
-  if type(p.set) == "table" then
-    local ks = {}
-    for k in pairs(p.set) do ks[#ks + 1] = k end
-    table.sort(ks)
-    for _, k in ipairs(ks) do bits[#bits + 1] = k .. "=" .. tostring(p.set[k]) end
+  return tostring(v)
+end
+
+local function base_name(x)
+  return x and (tostring(x):gsub("/+$", ""):match("([^/]+)$") or tostring(x)) or "–"
+end
+
+-- The parameter columns of a sweep table: strategy, target, seed, model if
+-- they vary, then one column per `set` key used by any entry.
+local function sweep_columns(entries)
+  local keys, seen = {}, {}
+  for _, e in ipairs(entries) do
+    for k in pairs((e.params or {}).set or {}) do
+      if not seen[k] then seen[k] = true; keys[#keys + 1] = k end
+    end
   end
-  return table.concat(bits, " ")
+  table.sort(keys)
+  return keys
 end
 
 local function sweep_body(sw, store)
   local res = sw.results
-  local parts = {
-    "<h2>Results</h2><table><tr><th>#</th><th>entry</th><th>kind</th><th>parameters</th><th>correct</th>",
-    "<th>best / geomean</th><th>geomean floored</th><th>fast_1</th><th>tokens</th><th>USD</th><th>wall</th></tr>",
-  }
+  local keys = sweep_columns(res.entries or {})
+  local head = { "<h2>Results</h2><table><tr><th>#</th><th class=\"l\">entry</th><th class=\"l\">kind</th>",
+    "<th class=\"l\">strategy</th><th class=\"l\">task / suite</th><th>seed</th>" }
+  for _, k in ipairs(keys) do head[#head + 1] = "<th>" .. esc(k) .. "</th>" end
+  head[#head + 1] = "<th>correct</th><th>best / geomean</th><th>geomean floored</th><th>fast_1</th>"
+    .. "<th>tokens</th><th>USD</th><th>wall</th></tr>"
+  local parts = { table.concat(head) }
   local bench_series, run_series = {}, {}
   for i, e in ipairs(res.entries or {}) do
     local label = e.label or (e.kind .. " " .. i)
@@ -908,14 +953,22 @@ local function sweep_body(sw, store)
     elseif e.error then
       correct = "error: " .. tostring(e.error)
     end
-    parts[#parts + 1] = string.format("<tr>" .. string.rep("<td>%s</td>", 11) .. "</tr>",
-      i, esc(label), esc(e.kind or "?"), esc(params_text(e)), esc(correct), g, gf, f1,
-      fmt_int((num(c.input_tokens) or 0) + (num(c.output_tokens) or 0)), fmt_usd(c.usd), fmt_s(c.wall_s))
+    local p = e.params or {}
+    local cells = { string.format('<tr><td>%d</td><td class="l">%s</td><td class="l">%s</td><td class="l">%s</td>'
+      .. '<td class="l">%s</td><td>%s</td>', i, esc(label), esc(e.kind or "?"), esc(p.strategy or "–"),
+      esc(base_name(p.task or p.suite)), esc(p.seed and value_text(p.seed) or "–")) }
+    for _, k in ipairs(keys) do
+      local v = (p.set or {})[k]
+      cells[#cells + 1] = "<td>" .. esc(v == nil and "–" or value_text(v)) .. "</td>"
+    end
+    cells[#cells + 1] = string.format("<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>",
+      esc(correct), g, gf, f1, fmt_int((num(c.input_tokens) or 0) + (num(c.output_tokens) or 0)), fmt_usd(c.usd), fmt_s(c.wall_s))
+    parts[#parts + 1] = table.concat(cells)
   end
   parts[#parts + 1] = "</table>"
   if #bench_series > 0 then
     parts[#parts + 1] = "<h2>fast_p curves</h2><div class=\"charts\"><figure>"
-      .. report.svg_chart { series = bench_series, xmin = 0, ymin = 0,
+      .. report.svg_chart { series = bench_series, xmin = 0, ymin = 0, step = true,
       xlabel = "speedup threshold p", ylabel = "share of tasks correct and > p" } .. "</figure></div>"
   end
   if #run_series > 0 then parts[#parts + 1] = "<h2>Progress of single runs</h2>" .. progress_charts(run_series) end
@@ -948,6 +1001,10 @@ function report.html(data)
     local bits = { "bench, " .. #(r.tasks or {}) .. " tasks × " .. fmt_count(r["repeat"]) .. " repeats" }
     if r.model then bits[#bits + 1] = "model <b>" .. esc(r.model) .. "</b>" end
     if r.started then bits[#bits + 1] = "started " .. esc(r.started) end
+    if num(r.runs_done) and num(r.runs_total) and r.runs_done < r.runs_total then
+      bits[#bits + 1] = string.format("<b>incomplete: %s of %s runs done</b> (tasks without a finished run count as failed)",
+        fmt_count(r.runs_done), fmt_count(r.runs_total))
+    end
     return page(title, table.concat(bits, " · "), bench_body(data, store), store)
   elseif data.kind == "sweep" then
     local r = data.results

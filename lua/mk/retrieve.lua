@@ -13,7 +13,8 @@ local home = require "mk.home"
 local retrieve = {}
 
 local config = { extra_dirs = {}, learn_dir = nil, k = 4, max_chars = 3000 }
-local cache = {} -- key (dirs joined by "\0") -> index
+local cache, ncached = {}, 0 -- key (dirs joined by "\0") -> index
+local MAX_CACHED = 8 -- distinct directory sets kept open at once
 
 local function check_dirs(v, fname, what)
   if v == nil then return {} end
@@ -33,7 +34,9 @@ end
 ---@return table config a copy of the configuration now in force
 function retrieve.configure(opts)
   if type(opts) ~= "table" then error("retrieve.configure: opts must be a table", 2) end
-  if opts.extra_dirs ~= nil then config.extra_dirs = check_dirs(opts.extra_dirs, "retrieve.configure", "extra_dirs") end
+  if opts.extra_dirs ~= nil then
+    config.extra_dirs = { table.unpack(check_dirs(opts.extra_dirs, "retrieve.configure", "extra_dirs")) }
+  end
   if opts.learn_dir ~= nil then
     if opts.learn_dir ~= false and type(opts.learn_dir) ~= "string" then
       error("retrieve.configure: learn_dir must be a string or false", 2)
@@ -76,10 +79,14 @@ function retrieve.user_learn_dir()
 end
 
 --- The directories searched when a call gives no `dirs`: kb/ (with
---- kb/learned/), a configured learn_dir outside it if it exists, the
---- configured extra_dirs, then each entry of $MKENGINE_KB_DIRS (':'-separated).
+--- kb/learned/), a configured learn_dir and the user learn dir outside it
+--- if they exist, the configured extra_dirs, then each entry of
+--- $MKENGINE_KB_DIRS (':'-separated). With `{learned = false}` the learn
+--- directories are left out (kb/learned/ is then skipped by retrieve.index).
+---@param opts? {learned?: boolean}
 ---@return string[]
-function retrieve.default_dirs()
+function retrieve.default_dirs(opts)
+  local learned = not (opts and opts.learned == false)
   local dirs, seen = {}, {}
   local function add(d)
     d = d:gsub("(.)/+$", "%1")
@@ -91,7 +98,7 @@ function retrieve.default_dirs()
   local base = home.path("kb")
   add(base)
   for _, ld in ipairs { config.learn_dir or false, retrieve.user_learn_dir() or false } do
-    if ld and fs.isdir(ld) and (ld .. "/"):sub(1, #base + 1) ~= base .. "/" then add(ld) end
+    if learned and ld and fs.isdir(ld) and (ld .. "/"):sub(1, #base + 1) ~= base .. "/" then add(ld) end
   end
   for _, d in ipairs(config.extra_dirs) do add(d) end
   for d in (os.getenv("MKENGINE_KB_DIRS") or ""):gmatch("[^:]+") do add(d) end
@@ -99,20 +106,26 @@ function retrieve.default_dirs()
 end
 
 --- The index over `dirs` (default: retrieve.default_dirs()), cached for the
---- process and rebuilt when any file under them changed.
+--- process and rebuilt when any file under them changed. With
+--- `{learned = false}` the `learned/` subdirectory of each dir is skipped.
 ---@param dirs? string[]
+---@param opts? {learned?: boolean}
 ---@return userdata|nil index, table|nil err {kind = "not_found"|"io", message}
-function retrieve.index(dirs)
-  dirs = dirs and check_dirs(dirs, "retrieve.index", "dirs") or retrieve.default_dirs()
-  local key = table.concat(dirs, "\0")
+function retrieve.index(dirs, opts)
+  local learned = not (opts and opts.learned == false)
+  dirs = dirs and check_dirs(dirs, "retrieve.index", "dirs") or retrieve.default_dirs { learned = learned }
+  local key = table.concat(dirs, "\0") .. (learned and "" or "\1nolearned")
   local ix = cache[key]
   if ix and not ix:stale() then return ix end
-  if ix then ix:close() end
-  cache[key] = nil
+  if ix then
+    ix:close()
+    cache[key], ncached = nil, ncached - 1
+  end
   local err
-  ix, err = kb.open { dirs = dirs }
+  ix, err = kb.open { dirs = dirs, skip = not learned and { "learned" } or nil }
   if not ix then return nil, err end
-  cache[key] = ix
+  if ncached >= MAX_CACHED then retrieve.reset() end
+  cache[key], ncached = ix, ncached + 1
   return ix
 end
 
@@ -122,6 +135,36 @@ function retrieve.reset()
     ix:close()
     cache[k] = nil
   end
+  ncached = 0
+end
+
+--- Which shipped notes belong to which target: a file of the engine's kb/
+--- named `<prefix>-...md` (or `learned/<prefix>--...md`) is for the target
+--- listing that prefix; files with a prefix no target claims (`kernel-`)
+--- and files outside kb/ (user directories) serve every target. Add
+--- entries for new targets.
+retrieve.target_prefixes = {
+  c = { "c" },
+  pallas = { "pallas", "tpu", "jax" },
+}
+
+--- True when a passage from `file` is relevant to `target`.
+---@param file string
+---@param target string
+---@return boolean
+function retrieve.for_target(file, target)
+  local base = home.path("kb") .. "/"
+  if file:sub(1, #base) ~= base then return true end
+  local name = file:sub(#base + 1)
+  local prefix = name:match("^learned/(.-)%-%-") or name:match("^([%w_]+)%-")
+  if not prefix then return true end
+  local owner
+  for t, prefixes in pairs(retrieve.target_prefixes) do
+    for _, p in ipairs(prefixes) do
+      if p == prefix then owner = owner or {}; owner[t] = true end
+    end
+  end
+  return owner == nil or owner[target] == true
 end
 
 -- Cut text to at most n characters (marker included), at a line end when
@@ -140,7 +183,7 @@ end
 --- max_chars characters (a passage that does not fit is cut at a line end
 --- if at least 200 characters remain, otherwise dropped with the rest).
 ---@param query string free text: a task description, an error message, a profile summary
----@param opts? {k?: integer, max_chars?: integer, dirs?: string[], extra_dirs?: string[], min_score?: number}
+---@param opts? {k?: integer, max_chars?: integer, dirs?: string[], extra_dirs?: string[], min_score?: number, target?: string, learned?: boolean}
 ---@return table[]|nil passages { {file, name, title, text, score, line, truncated}, ... }
 ---@return table|nil err {kind = "not_found"|"io", message} when a directory cannot be read
 function retrieve.passages(query, opts)
@@ -151,27 +194,36 @@ function retrieve.passages(query, opts)
   if math.type(k) ~= "integer" or k < 1 then error("retrieve.passages: k must be an integer >= 1", 2) end
   local max_chars = opts.max_chars or config.max_chars
   if type(max_chars) ~= "number" or max_chars < 0 then error("retrieve.passages: max_chars must be a number >= 0", 2) end
-  local dirs = opts.dirs and check_dirs(opts.dirs, "retrieve.passages", "dirs") or retrieve.default_dirs()
+  local learned = opts.learned ~= false
+  local dirs = opts.dirs and check_dirs(opts.dirs, "retrieve.passages", "dirs")
+    or retrieve.default_dirs { learned = learned }
   if opts.extra_dirs then
     dirs = { table.unpack(dirs) }
     for _, d in ipairs(check_dirs(opts.extra_dirs, "retrieve.passages", "extra_dirs")) do dirs[#dirs + 1] = d end
   end
+  local target = opts.target
+  if target ~= nil and type(target) ~= "string" then error("retrieve.passages: target must be a string", 2) end
   if not query:find("%S") then return {} end
-  local ix, err = retrieve.index(dirs)
+  local ix, err = retrieve.index(dirs, { learned = learned })
   if not ix then return nil, err end
   -- long error logs: the head carries the message, the rest is mostly noise
-  local hits = ix:search(query:sub(1, 4000), k)
-  local out, left = {}, max_chars
+  local hits = ix:search(query:sub(1, 4000), k * (target and 6 or 3))
+  local out, left, seen = {}, max_chars, {}
   for _, h in ipairs(hits) do
-    if opts.min_score and h.score < opts.min_score then break end
-    local text, truncated = h.text, false
-    if #text > left then
-      if left < 200 then break end
-      text, truncated = clip(text, left)
+    if #out == k or (opts.min_score and h.score < opts.min_score) then break end
+    -- the same lesson learned by several runs differs only in its time stamp
+    local key = h.title .. "\0" .. h.text:gsub("\n%- recorded: [^\n]*", ""):gsub("\n%- occurrences: [^\n]*", "")
+    if not seen[key] and (not target or retrieve.for_target(h.file, target)) then
+      seen[key] = true
+      local text, truncated = h.text, false
+      if #text > left then
+        if left < 200 then break end
+        text, truncated = clip(text, left)
+      end
+      left = left - #text
+      out[#out + 1] = { file = h.file, name = h.name, title = h.title, text = text, score = h.score,
+                        line = h.line, truncated = truncated }
     end
-    left = left - #text
-    out[#out + 1] = { file = h.file, name = h.name, title = h.title, text = text, score = h.score,
-                      line = h.line, truncated = truncated }
   end
   return out
 end
@@ -257,6 +309,7 @@ local function entry_markdown(e)
     lines[#lines + 1] = "- effect: " .. one_line(effect, 1500)
   end
   if e.speedup then lines[#lines + 1] = string.format("- speedup: %.3gx", tonumber(e.speedup) or 0) end
+  if (e.occurrences or 1) > 1 then lines[#lines + 1] = string.format("- occurrences: %d", e.occurrences) end
   if e.run then lines[#lines + 1] = "- run: " .. one_line(e.run, 300) end
   lines[#lines + 1] = "- recorded: " .. os.date("!%Y-%m-%dT%H:%M:%SZ")
   return table.concat(lines, "\n") .. "\n\n"
@@ -267,8 +320,21 @@ end
 local function write_entries(dir, entries)
   local ok, err = fs.mkdirs(dir)
   if not ok then return nil, err end
-  local by_file, order = {}, {}
+  -- identical entries of one call (several nodes with the same plan and
+  -- outcome) become one section with a count
+  local merged, by_key = {}, {}
   for _, e in ipairs(entries) do
+    local key = table.concat({ tostring(e.target), e.task, e.plan_summary, tostring(e.status), tostring(e.effect),
+      tostring(e.speedup), tostring(e.run) }, "\0")
+    if by_key[key] then
+      by_key[key].occurrences = by_key[key].occurrences + 1
+    else
+      by_key[key] = setmetatable({ occurrences = 1 }, { __index = e })
+      merged[#merged + 1] = by_key[key]
+    end
+  end
+  local by_file, order = {}, {}
+  for _, e in ipairs(merged) do
     local path = string.format("%s/%s--%s.md", dir, slug(e.target or "unknown"), slug(e.task))
     if not by_file[path] then
       order[#order + 1] = path

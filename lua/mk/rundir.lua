@@ -62,7 +62,8 @@ function Run:_wire()
   self.offset = os.time() - (tonumber(self.info.started) or os.time())
   self.graph.on_add = function(n)
     self:event{ type = "node", id = n.id, key = n.key, kind = n.kind, status = n.status,
-      parents = #n.parents > 0 and n.parents or nil, latency_s = n.metrics.latency_s, speedup = n.metrics.speedup }
+      parents = #n.parents > 0 and n.parents or nil, latency_s = n.metrics.latency_s, speedup = n.metrics.speedup,
+      cost = n.cost }
   end
   self.graph.on_best = function(n)
     self:event{ type = "best", id = n.id, latency_s = n.metrics.latency_s, speedup = n.metrics.speedup }
@@ -104,10 +105,13 @@ function Run:set_status(s)
   return assert(write_json(self:path("run.json"), self.info, true))
 end
 
---- Rewrite best/ with the files of the current best node (plan.md and
---- node.json included). Atomic: best/ is swapped in by a rename.
-function Run:refresh_best()
-  local b = self.graph:best()
+--- Rewrite best/ with the files of the current best node, or of `node`
+--- when given (the runner passes the best node that also passed the
+--- held-out check). plan.md and node.json included; atomic: best/ is
+--- swapped in by a rename.
+---@param node mk.Node|nil
+function Run:refresh_best(node)
+  local b = node or self.graph:best()
   local target = self:path("best")
   local tmp = self:path(".best.tmp")
   fs.rm_rf(tmp)
@@ -185,24 +189,26 @@ function rundir.create(o)
   if type(o) ~= "table" then error("rundir.create: expects a table", 2) end
   if type(o.strategy) ~= "string" then error("rundir.create: strategy must be a string", 2) end
   if type(o.task) ~= "string" then error("rundir.create: task must be a string", 2) end
-  local dir = o.dir
-  if dir then
-    if fs.exists(dir) and #(fs.list(dir) or {}) > 0 then
-      return nil, { kind = "exists", message = dir .. " already exists and is not empty" }
-    end
-  else
-    local root = o.root or "runs"
-    local base = string.format("%s/%s-%s-%s", root, os.date("!%Y%m%d-%H%M%S"), slug(o.strategy), slug(o.task))
-    dir = base
-    local i = 1
-    while fs.exists(dir) do
-      i = i + 1
-      dir = base .. "-" .. i
-    end
+  local fixed = o.dir and o.dir:gsub("/+$", "")
+  local base = fixed or string.format("%s/%s-%s-%s", (o.root or "runs"):gsub("/+$", ""),
+    os.date("!%Y%m%d-%H%M%S"), slug(o.strategy), slug(o.task))
+  local parent, name = base:match("^(.*)/([^/]+)$")
+  if not parent then parent, name = ".", base end
+  if fixed and fs.exists(fixed) and #(fs.list(fixed) or {}) > 0 then
+    return nil, { kind = "exists", message = fixed .. " already exists and is not empty" }
   end
-  local ok, err = fs.mkdirs(dir)
+  local ok, err = fs.mkdirs(parent)
   if not ok then return nil, err end
-  local lock, lerr = fs.lock(dir .. "/.lock")
+  -- Build the run in a hidden sibling and rename it into place, so a kill
+  -- during creation never leaves a half-made run under the real name.
+  -- unique even when two engines seeded math.random alike: pid + counter
+  local pid = (fs.read("/proc/self/stat") or ""):match("^(%d+)") or tostring(os.time())
+  local tmp
+  repeat
+    tmp = string.format("%s/.creating-%s-%s-%d", parent, name, pid, math.random(1, 1 << 30))
+  until not fs.exists(tmp)
+  assert(fs.mkdirs(tmp))
+  local lock, lerr = fs.lock(tmp .. "/.lock")
   if not lock then return nil, lerr end
   local started = os.time()
   local info = {
@@ -211,14 +217,37 @@ function rundir.create(o)
     started = started, started_at = os.date("!%Y-%m-%dT%H:%M:%SZ", started), resumed = 0,
     sync = o.sync ~= false,
   }
-  for _, sub in ipairs{ "tests", "best" } do assert(fs.mkdirs(dir .. "/" .. sub)) end
-  local g, gerr = graph.open(dir .. "/graph.git", { create = true, sync = info.sync })
-  if not g then
+  for _, sub in ipairs{ "tests", "best" } do assert(fs.mkdirs(tmp .. "/" .. sub)) end
+  local repo, gerr = git.init(tmp .. "/graph.git")
+  if not repo then
     lock:unlock()
+    fs.rm_rf(tmp)
     return nil, gerr
   end
-  assert(write_json(dir .. "/run.json", info, true))
-  assert(fs.write(dir .. "/events.jsonl", "", { atomic = false }))
+  repo:close()
+  assert(fs.write(tmp .. "/events.jsonl", "", { atomic = false }))
+  assert(write_json(tmp .. "/run.json", info, true))
+  local dir = base
+  local i = 1
+  while true do
+    local moved, merr = fs.rename(tmp, dir)
+    if moved then break end
+    if fixed or not fs.exists(dir) then
+      lock:unlock()
+      fs.rm_rf(tmp)
+      if fixed and fs.exists(dir) then
+        return nil, { kind = "exists", message = dir .. " already exists and is not empty" }
+      end
+      return nil, merr
+    end
+    i = i + 1
+    dir = base .. "-" .. i
+  end
+  local g, oerr = graph.open(dir .. "/graph.git", { create = false, sync = info.sync })
+  if not g then
+    lock:unlock()
+    return nil, oerr
+  end
   local run = setmetatable({ dir = dir, graph = g, info = info, lock = lock }, Run)
   run:_wire()
   run:event{ type = "run_start", strategy = o.strategy, task = o.task, seed = o.seed, model = o.model }

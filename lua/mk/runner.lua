@@ -113,7 +113,10 @@ local function heldout_best(ctx)
       candidates[#candidates + 1] = n
     end
   end
-  table.sort(candidates, function(a, b) return a.metrics.latency_s < b.metrics.latency_s end)
+  table.sort(candidates, function(a, b)
+    if a.metrics.latency_s ~= b.metrics.latency_s then return a.metrics.latency_s < b.metrics.latency_s end
+    return a.id < b.id
+  end)
   for _, n in ipairs(candidates) do
     local files = {}
     for _, name in ipairs(n:files()) do files[name] = n:file(name) end
@@ -134,7 +137,10 @@ local function execute(o, run, info, resumed)
   if not task then input_error("bad task " .. tostring(info.task_dir) .. ": " .. tostring(terr and terr.message or terr)) end
   local strategy, spath = runner.load_strategy(info.strategy)
   local opts = runner.options(strategy, info.set, spath)
-  local client, llm = make_client(info.model, info.llm_config, info.llm_cache)
+  -- real models cache by default (a re-run or resume replays completed calls
+  -- for free); the scripted test model never needs a cache
+  local cache = info.llm_cache or (info.model ~= "scripted" and "rw" or "off")
+  local client, llm = make_client(info.model, info.llm_config, cache)
 
   local progress
   do
@@ -156,10 +162,16 @@ local function execute(o, run, info, resumed)
     budget = b.new(limits)
   end
 
+  if progress then -- every event of the run also feeds the status line (or --json)
+    local append = run.event
+    run.event = function(self, e)
+      append(self, e)
+      progress:event(e)
+    end
+  end
   llm.set_ledger(function(rec)
     rec.type = "llm"
     run:event(rec)
-    if progress then progress:event(rec) end
   end)
   note(string.format("mkengine: %s on %s with %s%s -> %s", info.strategy, task.name, client.label or info.model,
     resumed and " (resumed)" or "", run.dir))
@@ -169,10 +181,6 @@ local function execute(o, run, info, resumed)
   local ctx = context.new { task = task, graph = run.graph, run = run, eval = ev, llm = client, opts = opts,
     seed = info.seed or 0, budget = budget, log = function(msg) note(msg) end }
   ctx.started = task_lib.now()
-  ctx.on_node = function(n)
-    if progress then progress:event { type = "node", status = n.status, metrics = n.metrics, id = n.id } end
-    if n.status == "ok" and n.kind ~= "reference" then pcall(run.refresh_best, run) end
-  end
 
   -- frozen tests, after the tests agent proposed extra shapes (recorded in
   -- run.json, so a resumed run freezes the same suite)
@@ -225,12 +233,16 @@ local function execute(o, run, info, resumed)
   end
 
   local best = heldout_best(ctx)
-  if best then pcall(run.refresh_best, run) end
+  if best then run:refresh_best(best) end
   local spent = ctx:spent()
   local totals = llm.totals and llm.totals() or {}
   local status = best and "done" or "no_correct_kernel"
+  local compiled = 0
+  for _, n in ipairs(run.graph:nodes()) do
+    if n.kind ~= "reference" and n.status ~= "compile_error" then compiled = compiled + 1 end
+  end
   local summary = {
-    strategy = info.strategy, task = task.name, status = status,
+    strategy = info.strategy, task = task.name, status = status, compiled_nodes = compiled,
     best = summarize_node(best) or require("cjson").null,
     model = info.model, model_label = client.label, seed = info.seed, options = opts,
     cost = { input_tokens = spent.input_tokens, output_tokens = spent.output_tokens, usd = spent.usd,
@@ -252,7 +264,7 @@ local function execute(o, run, info, resumed)
     if okr and retrieve.learn then
       local entries = {}
       for _, n in ipairs(run.graph:nodes()) do
-        if n.kind ~= "reference" and n.plan then
+        if n.kind ~= "reference" and n.plan and n.plan:find("%S") then
           entries[#entries + 1] = { task = task.name, target = task.target, status = n.status,
             plan_summary = (n.plan:match("^[^\n]+") or n.plan):sub(1, 200),
             effect = n.status == "ok" and string.format("%.2fx the baseline", n.metrics.speedup or 0)

@@ -23,16 +23,20 @@ return {
       local children = {}
       ctx:map(jobs, function(j)
         local tag = "beam" .. d .. "b" .. j.b
-        local dir = ctx:direction(j.node.id .. "/" .. tag)
+        local dir = ctx:direction(ctx:path(j.node) .. "/" .. tag)
         local best, made = ctx:auto(j.node, { iters = opts.inner_iters, tag = tag, direction = dir })
         local child = best or made[#made]
         if child then children[#children + 1] = child end
       end)
       table.sort(children, rank)
       local next_beam = {}
+      local seen = {}
       for _, c in ipairs(children) do
         if #next_beam == opts.width then break end
-        if c.status == "ok" or opts.keep_regressions then next_beam[#next_beam + 1] = c end
+        if not seen[c.id] and (c.status == "ok" or opts.keep_regressions) then
+          seen[c.id] = true
+          next_beam[#next_beam + 1] = c
+        end
       end
       if #next_beam == 0 then break end
       beam = next_beam

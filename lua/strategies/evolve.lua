@@ -24,7 +24,7 @@ return {
       return best
     end
     local function child_of(island, g, i, pop)
-      local key = root.id .. "/evo/is" .. island .. "/g" .. g .. "/c" .. i
+      local key = ctx:path(root) .. "/evo/is" .. island .. "/g" .. g .. "/c" .. i
       local r = ctx:rng(key)
       if g == 0 then -- initial population: one Auto iteration from the reference
         local best, made = ctx:auto(root, { iters = 1, tag = "evo/is" .. island .. "/init" .. i, tune = opts.tune })

@@ -53,7 +53,7 @@ return {
     local decide = decider(opts)
     local current = ctx.graph:root()
     for it = 1, opts.iters do
-      local K = current.id .. "/hitl/i" .. it
+      local K = ctx:path(current) .. "/hitl/i" .. it
       local plan = ctx.agents.plan { parent = current, key = K }
       if not plan then break end
       local verb, edited = decide("plan (iteration " .. it .. ")", plan.text)

@@ -8,7 +8,7 @@ return {
     local idx = {}
     for i = 1, opts.n do idx[i] = i end
     ctx:map(idx, function(i)
-      local key = root.id .. "/zs" .. i
+      local key = ctx:path(root) .. "/zs" .. i
       return ctx:step(key, function()
         local out, err = ctx.agents.implement { key = key }
         if not out then return nil, err end

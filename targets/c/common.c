@@ -33,26 +33,6 @@ void mkc_poison(void *buf, mkc_dtype t, size_t n) {
   }
 }
 
-int mkc_is_poison(const void *buf, mkc_dtype t, size_t i) {
-  switch (t) {
-  case MKC_F32: return ((const uint32_t *)buf)[i] == MKC_POISON_F32;
-  case MKC_I32: return ((const uint32_t *)buf)[i] == MKC_POISON_I32;
-  case MKC_F64: return ((const uint64_t *)buf)[i] == MKC_POISON_F64;
-  case MKC_I64: return ((const uint64_t *)buf)[i] == MKC_POISON_I64;
-  default: return 0;
-  }
-}
-
-double mkc_get(const void *buf, mkc_dtype t, size_t i) {
-  switch (t) {
-  case MKC_F32: return ((const float *)buf)[i];
-  case MKC_F64: return ((const double *)buf)[i];
-  case MKC_I32: return ((const int32_t *)buf)[i];
-  case MKC_I64: return (double)((const int64_t *)buf)[i];
-  default: return 0;
-  }
-}
-
 /* ---- SHA-256 ------------------------------------------------------------ */
 
 static const uint32_t K256[64] = {
@@ -127,21 +107,50 @@ void mkc_sha256_hex(mkc_sha256 *s, char out[65]) {
   out[64] = 0;
 }
 
+#ifdef MKC_HAVE_LIBCRYPTO
+#include <openssl/evp.h>
+#endif
+
 int mkc_sha256_file(const char *path, char out[65]) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
+  static unsigned char buf[1 << 18];
+#ifdef MKC_HAVE_LIBCRYPTO
+  EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+  if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) { close(fd); EVP_MD_CTX_free(ctx); return -1; }
+#else
   mkc_sha256 s;
   mkc_sha256_init(&s);
-  static unsigned char buf[1 << 16];
+#endif
   for (;;) {
     ssize_t n = read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) { close(fd); return -1; }
+    if (n < 0) {
+      close(fd);
+#ifdef MKC_HAVE_LIBCRYPTO
+      EVP_MD_CTX_free(ctx);
+#endif
+      return -1;
+    }
     if (n == 0) break;
+#ifdef MKC_HAVE_LIBCRYPTO
+    EVP_DigestUpdate(ctx, buf, (size_t)n);
+#else
     mkc_sha256_update(&s, buf, (size_t)n);
+#endif
   }
   close(fd);
+#ifdef MKC_HAVE_LIBCRYPTO
+  unsigned char md[32];
+  unsigned int mdlen = 0;
+  EVP_DigestFinal_ex(ctx, md, &mdlen);
+  EVP_MD_CTX_free(ctx);
+  static const char hex[] = "0123456789abcdef";
+  for (int i = 0; i < 32; i++) { out[2 * i] = hex[md[i] >> 4]; out[2 * i + 1] = hex[md[i] & 15]; }
+  out[64] = 0;
+#else
   mkc_sha256_hex(&s, out);
+#endif
   return 0;
 }
 

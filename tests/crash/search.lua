@@ -22,6 +22,7 @@ if not run then
   return 3
 end
 for _, p in ipairs(run.graph.problems) do print("repaired " .. p) end
+print("opened " .. run.graph:len())
 local g = run.graph
 
 -- the parents of step i: a binary tree, with a merge every 7th step

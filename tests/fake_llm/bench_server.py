@@ -8,12 +8,13 @@ server (server.py) spends more time in its GIL than the engine under test
 does when 256 streams wake at once; this one does not, so the benchmark
 measures the engine.
 
-Usage: bench_server.py --port-file F [--delay S] [--watch-pid PID]
+Usage: bench_server.py --port-file F [--delay S] [--watch-pid PID] [--workers N]
 """
 import argparse
 import asyncio
 import json
 import os
+import socket
 import sys
 
 
@@ -64,19 +65,18 @@ async def handle(reader, writer, delay):
         writer.close()
 
 
-async def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--port-file", required=True)
-    ap.add_argument("--delay", type=float, default=1.0)
-    ap.add_argument("--watch-pid", type=int)
-    a = ap.parse_args()
-    srv = await asyncio.start_server(lambda r, w: handle(r, w, a.delay), "127.0.0.1", 0, backlog=1024)
-    port = srv.sockets[0].getsockname()[1]
-    with open(a.port_file + ".tmp", "w") as f:
-        f.write("%d %d\n" % (port, os.getpid()))
-    os.rename(a.port_file + ".tmp", a.port_file)
+async def serve(a, sock, write_port):
+    srv = await asyncio.start_server(lambda r, w: handle(r, w, a.delay), sock=sock, backlog=1024)
+    if write_port:
+        port = srv.sockets[0].getsockname()[1]
+        with open(a.port_file + ".tmp", "w") as f:
+            f.write("%d %d\n" % (port, os.getpid()))
+        os.rename(a.port_file + ".tmp", a.port_file)
+    parent = os.getppid()
     while True:
         await asyncio.sleep(0.5)
+        if not write_port and os.getppid() != parent:  # a worker whose server is gone
+            sys.exit(0)
         if a.watch_pid:
             try:
                 os.kill(a.watch_pid, 0)
@@ -84,5 +84,24 @@ async def main():
                 sys.exit(0)
 
 
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port-file", required=True)
+    ap.add_argument("--delay", type=float, default=1.0)
+    ap.add_argument("--watch-pid", type=int)
+    ap.add_argument("--workers", type=int, default=1, help="processes accepting on the same socket")
+    a = ap.parse_args()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1024)
+    sock.setblocking(False)
+    for _ in range(a.workers - 1):
+        if os.fork() == 0:
+            asyncio.run(serve(a, sock, False))
+            return
+    asyncio.run(serve(a, sock, True))
+
+
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

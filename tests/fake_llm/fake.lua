@@ -43,7 +43,7 @@ function M.start(opts)
   local script, extra
   if opts.bench then -- the single-threaded asyncio server of the benchmark
     script = require("mk.home").path("tests/fake_llm/bench_server.py")
-    extra = string.format("--delay %g", opts.delay or 1)
+    extra = string.format("--delay %g --workers %d", opts.delay or 1, opts.workers or 1)
   else
     script = require("mk.home").path("tests/fake_llm/server.py")
     extra = string.format("--idle-exit %d", opts.idle_exit or 120)

@@ -22,7 +22,9 @@ Faults are chosen by the model name (so every client can select them):
   fault-nonjson  200 with an HTML body, always
   fault-cut      first attempt: stream/body cut in the middle; then ok
   fault-cutalways  every attempt cut
-  fault-slow     answers after 3 s
+  fault-slow     answers after 10 s
+  fault-streamerror  first attempt: a stream that carries an error event
+                 mid-way (overloaded / server error); then ok
   fault-quota    terminal quota error (insufficient_quota / PerDay / billing)
   delay-N        answers after N milliseconds (the benchmark)
 Attempts are counted per (wire format, model, request text), so tests use distinct
@@ -163,6 +165,8 @@ class Handler(BaseHTTPRequestHandler):
             "thinking": words(thinking),
         }
         cut = model == "fault-cutalways" or (model == "fault-cut" and attempt == 1)
+        if stream and model == "fault-streamerror" and attempt == 1:
+            return self.stream_error(fmt)
         if stream:
             getattr(self, "stream_" + fmt)(model, text, thinking, usage, cut)
         else:
@@ -218,7 +222,7 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(int(model[6:]) / 1000.0)
             return False
         if model == "fault-slow":
-            time.sleep(3)
+            time.sleep(10)
             return False
         if model == "fault-429" and attempt == 1:
             self.err(fmt, 429, "Rate limit reached, retry later", "rate_limit_error", {"retry-after": "1"})
@@ -302,6 +306,19 @@ class Handler(BaseHTTPRequestHandler):
         return u
 
     # ---- streaming replies ---------------------------------------------
+    def stream_error(self, fmt):
+        self.start_stream()
+        if fmt == "openai":
+            self.chunk('data: {"choices": [{"index": 0, "delta": {"content": "par"}}]}\n\n')
+            self.chunk('data: {"error": {"message": "The server had an error", "type": "server_error", "code": null}}\n\n')
+        elif fmt == "gemini":
+            self.chunk('data: {"candidates": [{"content": {"parts": [{"text": "par"}]}}]}\r\n\r\n')
+            self.chunk('data: {"error": {"code": 503, "message": "The model is overloaded", "status": "UNAVAILABLE"}}\r\n\r\n')
+        else:
+            self.chunk('event: message_start\ndata: {"type": "message_start", "message": {"usage": {"input_tokens": 1}}}\n\n')
+            self.chunk('event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}\n\n')
+        self.end_stream()
+
     @staticmethod
     def pieces(text):
         ws = text.split(" ")

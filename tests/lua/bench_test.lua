@@ -186,6 +186,9 @@ t.test("bad arguments raise and a bad suite returns bad_suite", function()
   local r, err = bench.run { suite = tmp .. "/nope", strategy = "beam", runner = fake_runner }
   t.eq(r, nil)
   t.eq(err.kind, "bad_suite")
+  local r2, err2 = bench.run { suite = suite, strategy = "beam", runner = fake_runner, tasks = { "softmax", "nope" } }
+  t.eq(r2, nil)
+  t.contains(err2.message, "no task named 'nope'")
 end)
 
 t.test("the real runner benches 3 tasks of the cpu suite with the scripted model", function()
@@ -195,12 +198,21 @@ t.test("the real runner benches 3 tasks of the cpu suite with the scripted model
   local ts = bench.tasks("examples/suites/cpu")
   if not ts or #ts < 3 then t.skip("examples/suites/cpu is not on this branch yet") end
   local names = { ts[1].name, ts[2].name, ts[3].name }
+  -- a small parallel search (2 trajectories x 2 iterations, no tuning) keeps this under a few minutes
   local res = assert(bench.run { suite = "examples/suites/cpu", strategy = "parallel", repeats = 1, tasks = names,
-    out = tmp .. "/real", model = "scripted", budget = { wall_s = 120 } })
+    out = tmp .. "/real", model = "scripted", concurrency = 3, set = { trajectories = 2, iters = 2, tune = false } })
   t.eq(#res.tasks, 3)
   t.eq(res.failed_runs, 0)
+  t.eq(res.aggregate.compiled, 3)
   t.ok(res.aggregate.correct >= 1, "the scripted bank has correct kernels")
-  t.ok(fs.exists(tmp .. "/real/" .. names[1] .. "/r1/summary.json"))
+  for _, r in ipairs(res.tasks) do
+    t.ok(fs.exists(tmp .. "/real/" .. r.task .. "/r1/summary.json"), r.task)
+    t.ok(r.cost.input_tokens > 0, "tokens counted for " .. r.task)
+  end
+  local report = require "mk.report"
+  local html = report.html(assert(report.load(tmp .. "/real")))
+  local _, trees = html:gsub('<svg class="tree"', "")
+  t.eq(trees, 3)
 end)
 
 local code = t.run()

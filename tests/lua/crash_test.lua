@@ -39,15 +39,33 @@ t.test("20 SIGKILLs at random moments lose, change and duplicate no committed no
   local base = fs.tmpdir("mk-crash-test")
   local dir = base .. "/run"
   local log = base .. "/log"
+  assert(fs.write(log, "\n"))
   local seed = tonumber(os.getenv("MK_CRASH_SEED") or "") or os.time()
   math.randomseed(seed)
   print("seed " .. seed)
+  local function opened()
+    local _, c = (fs.read(log) or ""):gsub("\nopened ", "")
+    return c
+  end
+  local early = 0
   for k = 1, KILLS do
     local pidfile = base .. "/pid"
     os.remove(pidfile)
+    local before = opened()
     os.execute(string.format("sh -c 'echo $$ > %s; exec %s script %s %s %d >> %s 2>&1' &",
       pidfile, MK, SCRIPT, dir, N, log))
-    task.sleep(0.03 + math.random() * 0.45)
+    if math.random() < 0.25 then
+      -- anywhere in start-up, creation or the repairs of open
+      early = early + 1
+      task.sleep(math.random() * 0.25)
+    else
+      -- somewhere in the search (mostly inside commits: they dominate)
+      for _ = 1, 1000 do
+        if opened() > before then break end
+        task.sleep(0.01)
+      end
+      task.sleep(math.random() * 0.3)
+    end
     local pid
     for _ = 1, 200 do
       pid = fs.read(pidfile)
@@ -127,8 +145,8 @@ t.test("20 SIGKILLs at random moments lose, change and duplicate no committed no
   end
   local summary = json.decode(fs.read(dir .. "/summary.json"))
   t.eq(summary.status, "done"); t.eq(math.tointeger(summary.nodes), N)
-  print(string.format("kills %d, resumes %d, nodes reported committed before the end %d, repairs on open %d:",
-    KILLS, runs_started, nreported, #repairs))
+  print(string.format("kills %d (%d during start-up), resumes %d, nodes reported committed before the end %d, repairs on open %d:",
+    KILLS, early, runs_started, nreported, #repairs))
   local kinds = {}
   for _, r in ipairs(repairs) do
     local k = r:gsub("n%d%d%d%d", "nXXXX"):gsub("/[^ ]+/", "…/"):gsub("tmp_object_git2_%w+", "tmp_object_git2_*")

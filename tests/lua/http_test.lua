@@ -173,6 +173,31 @@ t.test("works inside pcall and inside a user coroutine", function()
   t.eq(co(), 200)
 end)
 
+t.test("sequential requests to one host reuse the kept-alive connection", function()
+  assert(http.request { url = srv.url .. "/_stats" })
+  local r = assert(http.request { url = srv.url .. "/_stats" })
+  t.eq(r.new_connections, 0)
+  local r2 = assert(http.request(post("ok", true, { on_line = function() end })))
+  t.eq(r2.new_connections, 0)
+end)
+
+t.test("an idle kept-alive connection does not keep a finished engine waiting", function()
+  local fs = require "mk.fs"
+  local dir = fs.tmpdir("mk-http-idle-")
+  fs.write(dir .. "/idle.lua", string.format([[
+local http = require "mk.http"
+assert(http.request { url = %q }.status == 200)
+require("mk.task").queue():get() -- nothing will ever put: the engine must say so, not hang
+]], srv.url .. "/_stats"))
+  local exe = (os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine"
+  local p = io.popen(string.format("timeout 20 %q script %q 2>&1; echo rc=$?", exe, dir .. "/idle.lua"))
+  local out = p:read("a")
+  p:close()
+  fs.rm_rf(dir)
+  t.contains(out, "deadlock")
+  t.contains(out, "rc=1")
+end)
+
 t.test("many concurrent requests all complete", function()
   local hs = {}
   for i = 1, 64 do

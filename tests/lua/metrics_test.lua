@@ -147,4 +147,17 @@ t.test("fast_curve is non-increasing and starts at the correct share", function(
   t.eq(pts[#pts].value, 0)
 end)
 
+t.test("fast_steps drops exactly at each correct speedup", function()
+  local pts = metrics.fast_steps(rows)
+  -- correct speedups 0.5, 1.0, 2.0 of 4 tasks
+  t.eq(#pts, 5)
+  t.same({ pts[1].p, pts[1].value }, { 0, 0.75 })
+  t.same({ pts[2].p, pts[2].value }, { 0.5, 0.5 })
+  t.same({ pts[3].p, pts[3].value }, { 1.0, 0.25 })
+  t.same({ pts[4].p, pts[4].value }, { 2.0, 0 })
+  t.near(pts[5].p, 2.2, 1e-12)
+  t.eq(pts[5].value, 0)
+  t.same(metrics.fast_steps({}), { { p = 0, value = 0 }, { p = 2, value = 0 } })
+end)
+
 return t.run()

@@ -33,6 +33,15 @@ t.test("status line counts nodes, correct, best, tokens, USD, device busy % and 
   t.eq(p:line(), "beam/softmax | nodes 3 | correct 2 | best 1.75x | tokens 1200 | $0.0100 | device 25% | 0m20s")
 end)
 
+t.test("device time comes from node costs; a reference node is not counted as correct", function()
+  local c, fn = clock(0)
+  local p = progress.new { tty = false, stream = sink(), clock = fn }
+  p:event { type = "node", id = "n0001", kind = "reference", status = "ok", metrics = { speedup = 1 } }
+  p:event { type = "node", id = "n0002", kind = "implement", status = "ok", metrics = { speedup = 3 }, cost = { device_s = 2 } }
+  c.t = 10
+  t.matches(p:line(), "^nodes 2 | correct 1 | best 3%.00x | .* | device 20%% |")
+end)
+
 t.test("not a terminal: no control characters, milestones as plain lines", function()
   local s = sink()
   local _, fn = clock()
@@ -77,6 +86,23 @@ t.test("quiet writes nothing; json writes each event as one JSON line", function
   for l in o2:text():gmatch("[^\n]+") do lines[#lines + 1] = cjson.decode(l) end
   t.eq(#lines, 5)
   t.eq(lines[3].device_s, 5)
+end)
+
+t.test("tick redraws the line periodically on a terminal until finish", function()
+  local task = require "mk.task"
+  local s = sink()
+  local p = progress.new { tty = true, stream = s, interval = 0 }
+  p:tick(0.01)
+  task.sleep(0.055)
+  p:finish()
+  local _, draws = s:text():gsub("\r\27%[K", "")
+  t.ok(draws >= 2, "a tick redraw and the final clear, got " .. draws)
+  local before = #s:text()
+  task.sleep(0.03)
+  t.eq(#s:text(), before, "no redraw after finish")
+  local q = progress.new { tty = false, stream = sink() }
+  q:tick(0.01)
+  t.eq(q.ticker, nil)
 end)
 
 t.test("a long line is cut to the width", function()

@@ -137,6 +137,7 @@ t.test("run page has one tree element per node, embeds data safely and loads not
   t.eq(html:find("@import", 1, true), nil)
   t.contains(html, "best correct speedup vs wall time")
   t.contains(html, "best correct speedup vs tokens")
+  t.contains(html, "<h2>Fastest correct kernels</h2><table>")
 end)
 
 t.test("bench page shows both geomeans, fast_p rows, one row per task and the median runs' trees", function()
@@ -163,10 +164,20 @@ t.test("sweep page lists every entry with its parameters", function()
       aggregate = metrics.aggregate({ { correct = true, speedup = 2 } }), tasks = { { correct = true, speedup = 2 } } },
   } }))
   local html = report.html(assert(report.load(dir)))
-  t.contains(html, "width=2")
-  t.contains(html, "suite=cpu")
+  t.contains(html, "<th>width</th>")           -- one column per `set` key
+  t.contains(html, "<td>2</td>")
+  t.contains(html, '<td class="l">cpu</td>')    -- the suite by its name
   t.eq(count(html, '<svg class="tree"'), 1)
   t.contains(html, "fast_p curves")
+end)
+
+t.test("a NaN or infinite metric is embedded as null instead of breaking the page", function()
+  local d = assert(report.load_run(run_dir))
+  d.nodes[1].metrics.spread = 0 / 0
+  d.nodes[2].metrics.gflops = math.huge
+  local html = report.html(d)
+  local data = cjson.decode(html:match('<script type="application/json" id="mk%-data">(.-)</script>'))
+  t.eq(data.nodes["1"].metrics.spread, cjson.null)
 end)
 
 t.test("report.write writes the page atomically and errors on bad input", function()

@@ -151,6 +151,19 @@ t.test("sandbox/with an nproc limit the workdir stays writable and the limit hol
   t.ok(tonumber(fs.read(work .. "/forks.txt")) < 12, "forks bounded by nproc")
 end)
 
+t.test("sandbox/secrets in the engine's environment do not reach sandboxed code", function()
+  local exe = (os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine"
+  local script = root .. "/env.lua"
+  fs.write(script, "local r = require('mk.proc').run{argv = {'env'}, sandbox = {workdir = " .. string.format("%q", work) ..
+    "}, env = {PASSED_TOKEN = 'given'}}\nio.write(r.stdout)\n")
+  local r = proc.run { argv = { exe, "script", script }, timeout = 60,
+    env = { OPENAI_API_KEY = "sk-leak", gh_token = "t-leak", MY_SECRET_X = "s-leak", KEEP_ME = "kept" } }
+  t.eq(r.code, 0, r.stderr)
+  t.ok(not r.stdout:find("leak", 1, true), "no secret inherited: " .. r.stdout)
+  t.contains(r.stdout, "KEEP_ME=kept")
+  t.contains(r.stdout, "PASSED_TOKEN=given")
+end)
+
 t.test("sandbox/without bubblewrap: argv unchanged and one loud warning", function()
   local exe = (os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine"
   local script = root .. "/fallback.lua"

@@ -5,7 +5,7 @@ local cli = require "mk.cli"
 local M = {
   summary = "run a strategy over a task suite K times; metrics table + results.json",
   usage = "usage: mkengine bench SUITE STRATEGY [--repeat K] [--out DIR] [--concurrency N] [--set K=V]... "
-    .. "[--model M] [--llm-config FILE] [--seed N] [--jobs N] [--budget SPEC] [--task NAME]... [--quiet] [--json]",
+    .. "[--model M] [--llm-config FILE] [--llm-cache rw|ro|off] [--seed N] [--jobs N] [--budget SPEC] [--task NAME]... [--quiet] [--json]",
   help = [[
 SUITE is any directory of task directories (ours with task.lua, JAXBench
 with baseline.py, MaxKernel with reference.py); STRATEGY a strategy name.
@@ -21,7 +21,7 @@ options:
   --concurrency N   runs at once (default 2; device timing is serialised by
                     the evaluation service, so this never skews latencies)
   --task NAME       only this task (repeatable)
-  --set K=V, --model, --llm-config, --seed (base; repeat k uses seed+k-1),
+  --set K=V, --model, --llm-config, --llm-cache, --seed (base; repeat k uses seed+k-1),
   --jobs, --budget tokens=..,usd=..,device_s=..,wall_s=.. (per run)
   --quiet           no status line
   --json            events as JSON lines on stdout, then the results as JSON]],
@@ -43,7 +43,7 @@ end
 M.SPEC = {
   flags = { quiet = true, json = true },
   options = { ["repeat"] = "number", out = "string", concurrency = "number", set = "list", model = "string",
-              llm_config = "string", seed = "number", jobs = "number", budget = "string", task = "list" },
+              llm_config = "string", llm_cache = "string", seed = "number", jobs = "number", budget = "string", task = "list" },
   short = { k = "repeat", o = "out", q = "quiet" },
 }
 
@@ -55,6 +55,9 @@ function M.run(args)
   if not math.tointeger(K) or K < 1 then cli.usage_error("--repeat needs an integer >= 1", M.usage) end
   local conc = opts.concurrency or 2
   if not math.tointeger(conc) or conc < 1 then cli.usage_error("--concurrency needs an integer >= 1", M.usage) end
+  if opts.llm_cache and not ({ rw = true, ro = true, off = true })[opts.llm_cache] then
+    cli.usage_error("--llm-cache must be rw, ro or off", M.usage)
+  end
   local budget
   if opts.budget then
     local err
@@ -66,7 +69,7 @@ function M.run(args)
   local res, err = bench.run {
     suite = pos[1], strategy = pos[2], repeats = math.tointeger(K), out = opts.out,
     concurrency = math.tointeger(conc), set = M.parse_set(opts.set, M.usage), model = opts.model,
-    llm_config = opts.llm_config, seed = opts.seed and (math.tointeger(opts.seed) or opts.seed),
+    llm_config = opts.llm_config, llm_cache = opts.llm_cache, seed = opts.seed and (math.tointeger(opts.seed) or opts.seed),
     jobs = opts.jobs and math.tointeger(opts.jobs),
     budget = budget, tasks = opts.task, progress = prog,
   }

@@ -6,8 +6,9 @@ local retrieve = require "mk.retrieve"
 
 local M = {
   summary = "search the knowledge base (kb/, kb/learned/, extra dirs) with BM25",
-  usage = "usage: mkengine kb search QUERY... [-k N] [--kb DIR]... [--only] [--lines N] [--json]\n"
-    .. "       mkengine kb stats [--kb DIR]... [--only]",
+  usage = "usage: mkengine kb search QUERY... [-k N] [--target T] [--kb DIR]... [--only] [--no-learned]\n"
+    .. "                          [--lines N] [--json]\n"
+    .. "       mkengine kb stats [--kb DIR]... [--only] [--no-learned]",
   help = [==[
 search   rank passages for QUERY (the words may be given unquoted) and print,
          best first, each passage's score, title (its heading path), file:line
@@ -16,16 +17,19 @@ stats    print the number of files, chunks and distinct terms indexed.
 
 options:
   -k N         number of passages (default 5)
+  --target T   only notes for target T (c, pallas) and general ones, as the
+               agents of a run on that target see them
   --kb DIR     also search DIR (repeatable); $MKENGINE_KB_DIRS (':'-separated)
                is always added
   --only       search only the --kb directories, not the engine's kb/
+  --no-learned leave out what runs learned (kb/learned/ and learn dirs)
   --lines N    first lines shown per passage (default 3)
   --json       print the passages as JSON: [{file, title, line, score, text}]]==],
 }
 
 local spec = {
-  flags = { only = true, json = true },
-  options = { k = "number", kb = "list", lines = "number" },
+  flags = { only = true, json = true, no_learned = true },
+  options = { k = "number", kb = "list", lines = "number", target = "string" },
   short = { k = "k" },
 }
 
@@ -34,7 +38,7 @@ local function dirs_for(opts)
     if not opts.kb then cli.usage_error("--only needs at least one --kb DIR", M.usage) end
     return opts.kb
   end
-  local dirs = retrieve.default_dirs()
+  local dirs = retrieve.default_dirs { learned = not opts.no_learned }
   for _, d in ipairs(opts.kb or {}) do dirs[#dirs + 1] = d end
   return dirs
 end
@@ -64,7 +68,8 @@ local function search(opts, words)
   if math.type(k) ~= "integer" or k < 1 then cli.usage_error("-k needs a positive integer", M.usage) end
   local nlines = math.tointeger(opts.lines or 3)
   if not nlines or nlines < 0 then cli.usage_error("--lines needs a non-negative integer", M.usage) end
-  local ps, err = retrieve.passages(query, { k = k, max_chars = math.huge, dirs = dirs_for(opts) })
+  local ps, err = retrieve.passages(query, { k = k, max_chars = math.huge, dirs = dirs_for(opts), target = opts.target,
+    learned = not opts.no_learned })
   if not ps then cli.input_error(err.message) end
   if opts.json then
     local cjson = require "cjson"
@@ -90,7 +95,7 @@ end
 
 local function stats(opts)
   local dirs = dirs_for(opts)
-  local ix, err = retrieve.index(dirs)
+  local ix, err = retrieve.index(dirs, { learned = not opts.no_learned })
   if not ix then cli.input_error(err.message) end
   local s = ix:stats()
   io.stdout:write(string.format("%d files, %d chunks, %d terms, %d tokens, %d bytes\n",

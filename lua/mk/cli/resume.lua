@@ -7,7 +7,7 @@ local rundir = require "mk.rundir"
 
 local M = {
   summary = "continue a stopped run from its run directory",
-  usage = "usage: mkengine resume RUN",
+  usage = "usage: mkengine resume RUN [--quiet] [--json]",
   help = [[
 RUN is a run directory made by 'mkengine run'. The strategy is re-run with
 the options stored in RUN/run.json; every step that was committed before the
@@ -16,7 +16,7 @@ engine can work on a run: a second 'resume' of the same run exits with 2.]],
 }
 
 function M.run(args)
-  local _, pos = cli.parse(args, {}, M.usage)
+  local opts, pos = cli.parse(args, { flags = { quiet = true, json = true } }, M.usage)
   if #pos ~= 1 then cli.usage_error("expected exactly one RUN directory", M.usage) end
   local dir = pos[1]:gsub("/+$", "")
   local _, err = rundir.validate(dir)
@@ -32,16 +32,21 @@ function M.run(args)
     io.stderr:write("mkengine resume: this build has no runner (lua/mk/runner.lua), so runs cannot be resumed yet\n")
     return 1
   end
-  local summary, rerr = require("mk.runner").resume(dir)
+  local summary, rerr = require("mk.runner").resume(dir, opts)
   if not summary then
     if type(rerr) == "table" and (rerr.kind == "locked" or rerr.kind == "not_a_run" or rerr.kind == "corrupt") then
       cli.input_error(rerr.message)
     end
     error(type(rerr) == "table" and rerr.message or tostring(rerr), 0)
   end
-  print(string.format("run %s: %s, %s nodes, best %s", dir, tostring(summary.status), tostring(summary.nodes),
-    type(summary.best) == "table" and tostring(summary.best.node) or "none"))
-  return summary.status == "failed" and 1 or 0
+  if opts.json then
+    io.stdout:write(require("cjson").encode({ type = "summary", summary = summary }), "\n")
+  elseif not opts.quiet then
+    print(string.format("run %s: %s, %s nodes, best %s", dir, tostring(summary.status), tostring(summary.nodes),
+      type(summary.best) == "table" and tostring(summary.best.node) or "none"))
+  end
+  -- same exit codes as `mkengine run`: 0 when a correct kernel was found
+  return type(summary.best) == "table" and 0 or 1
 end
 
 return M

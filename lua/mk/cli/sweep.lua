@@ -38,6 +38,7 @@ function M.run(args)
   end
   local sweep = require "mk.sweep"
   local prog = require("mk.progress").new { quiet = opts.quiet, json = opts.json, label = "sweep " .. name }
+  prog:tick(1)
   local res, err = sweep.run_file(file, { out = out, defaults = defaults, progress = prog,
     args = table.move(pos, 2, #pos, 1, {}) })
   prog:finish()

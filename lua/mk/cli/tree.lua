@@ -7,7 +7,8 @@ local M = {
   summary = "draw a run's search tree, best path marked",
   usage = "usage: mkengine tree RUN [--depth N]",
   help = [[
-Each node appears under its first parent as "id kind status latency speedup".
+Each node appears under its first parent as "id kind status latency speedup";
+only forks indent, so an only child continues in its parent's column.
 Nodes on the path from the root to the best node are marked '*', the best
 node '<- best'. A node with several parents lists the others as "(+ n0003)".
 --depth N stops after N levels. Reads only; safe on a live run.]],
@@ -26,18 +27,31 @@ function M.render(g, max_depth)
     if n == best then s = s .. "  <- best" end
     return (on_path[n] and "* " or "  ") .. s
   end
-  local function walk(n, prefix, last, depth)
-    lines[#lines + 1] = prefix .. (depth == 0 and "" or (last and "└── " or "├── ")) .. label(n)
-    if max_depth and depth >= max_depth then return end
-    local kids = {}
-    for _, c in ipairs(g:children(n)) do
-      if c.parents[1] == n.id then kids[#kids + 1] = c end
-    end
-    local next_prefix = depth == 0 and "" or (prefix .. (last and "    " or "│   "))
-    for i, c in ipairs(kids) do walk(c, next_prefix, i == #kids, depth + 1) end
+  -- Iterative pre-order walk (searches can be deep). Only forks indent: an
+  -- only child continues in its parent's column, so long chains stay
+  -- narrow. Each stack item: node, text before its label, its column.
+  local stack = {}
+  for i = #g.list, 1, -1 do
+    local n = g.list[i]
+    if #n.parents == 0 then stack[#stack + 1] = { n, "", "", 0 } end
   end
-  for _, n in ipairs(g.list) do
-    if #n.parents == 0 then walk(n, "", true, 0) end
+  while #stack > 0 do
+    local n, lead, col, depth = table.unpack(table.remove(stack))
+    lines[#lines + 1] = lead .. label(n)
+    if not max_depth or depth < max_depth then
+      local kids = {}
+      for _, c in ipairs(g:children(n)) do
+        if c.parents[1] == n.id then kids[#kids + 1] = c end
+      end
+      if #kids == 1 then
+        stack[#stack + 1] = { kids[1], col, col, depth + 1 }
+      else
+        for i = #kids, 1, -1 do
+          local last = i == #kids
+          stack[#stack + 1] = { kids[i], col .. (last and "└── " or "├── "), col .. (last and "    " or "│   "), depth + 1 }
+        end
+      end
+    end
   end
   return table.concat(lines, "\n")
 end

@@ -16,9 +16,9 @@ local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
 local function estimate(s) return math.ceil(#s / 4) end
 
--- Run `command` with stdin from a file, without blocking the loop: the
--- shell runs it in the background and the task polls for the exit file.
-local function run(command, input, timeout)
+-- Fallback when mk.proc is absent: the shell runs the command in the
+-- background with stdin from a file and the task polls for the exit file.
+local function run_polling(command, input, timeout)
   local dir = assert(fs.tmpdir("mk-llm-exec-"))
   fs.write(dir .. "/in", input, { mode = 384 })
   local script = string.format("(%s) <%s >%s 2>%s; echo $? >%s.tmp; mv %s.tmp %s",
@@ -51,6 +51,29 @@ local function run(command, input, timeout)
   }
 end
 
+-- Run `command` (sh -c) with `input` on stdin, without blocking the loop.
+-- Returns {code, stdout, stderr} | nil, err.
+local function run(command, input, timeout)
+  local okp, proc = pcall(require, "mk.proc")
+  if not okp or type(proc) ~= "table" or type(proc.run) ~= "function" then
+    return run_polling(command, input, timeout)
+  end
+  local r, err = proc.run { argv = { "/bin/sh", "-c", command }, stdin = input, timeout = timeout }
+  if not r then
+    return nil, { kind = "bad_request", retryable = false,
+      message = "exec: cannot start the command: " .. tostring(err and err.message or err) }
+  end
+  if r.status == "timeout" then
+    return nil, { kind = "timeout", retryable = true, message = string.format("exec: the command ran past %gs", timeout) }
+  end
+  local code = r.code
+  if r.status == "signaled" then code = 128 + (r.signal or 0) end
+  return { code = code or 1, stdout = r.stdout or "", stderr = r.stderr or "" }
+end
+
+-- exposed for tests of the fallback
+W.run_polling = run_polling
+
 function W.call(client, req, _)
   local system, msgs = transport.messages(req)
   local messages = {}
@@ -58,7 +81,7 @@ function W.call(client, req, _)
   local input = json.encode {
     model = client.model, system = system, messages = messages,
     max_tokens = req.max_tokens or client.max_tokens, temperature = req.temperature,
-    thinking = req.thinking, stop = req.stop, meta = req.meta,
+    thinking = req.thinking, stop = req.stop,
   }
   local r, err = run(client.command, input, client.timeout)
   if not r then return nil, err end

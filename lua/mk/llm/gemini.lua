@@ -1,6 +1,7 @@
 --- mk.llm.gemini: the Gemini API (generativelanguage) wire format.
 --- base_url is the host; the key goes in x-goog-api-key, never the URL.
 local json = require "mk.llm.json"
+local retry = require "mk.llm.retry"
 local transport = require "mk.llm.transport"
 
 local W = {
@@ -29,7 +30,7 @@ function W.build(client, req, key)
   transport.merge(body, client.extra_body, req.extra)
   local headers = { ["content-type"] = "application/json" }
   if key then headers["x-goog-api-key"] = key end
-  local path = "/v1beta/models/" .. client.model ..
+  local path = "/v1beta/models/" .. client.model:gsub("^models/", "") ..
     (req.stream and ":streamGenerateContent?alt=sse" or ":generateContent")
   return { url = client.base_url .. path, headers = headers, body = body }
 end
@@ -98,10 +99,7 @@ function W.stream(_, _, emit)
       return { kind = "bad_response", retryable = false, message = "gemini: a stream event is not JSON: " .. data:sub(1, 200) }
     end
     local e = json.get(obj.error, "table")
-    if e then
-      return { kind = "server", retryable = true,
-        message = "gemini: error inside the stream: " .. tostring(json.get(e.message, "string") or data:sub(1, 200)) }
-    end
+    if e then return retry.embedded("gemini", e, "inside the stream") end
     st.usage = usage_of(obj.usageMetadata) or st.usage -- cumulative: the last one counts
     st.model = json.get(obj.modelVersion, "string") or st.model
     st.finish = take(obj, st.text, st.thinking, emit) or st.finish

@@ -2,6 +2,7 @@
 --- llama.cpp, Ollama, OpenRouter and most local servers speak: point
 --- base_url (which includes /v1) at them.
 local json = require "mk.llm.json"
+local retry = require "mk.llm.retry"
 local transport = require "mk.llm.transport"
 
 local W = {
@@ -82,10 +83,7 @@ function W.stream(_, _, emit)
       return { kind = "bad_response", retryable = false, message = "openai: a stream event is not JSON: " .. data:sub(1, 200) }
     end
     local e = json.get(obj.error, "table")
-    if e then
-      return { kind = "server", retryable = true,
-        message = "openai: error inside the stream: " .. tostring(json.get(e.message, "string") or data:sub(1, 200)) }
-    end
+    if e then return retry.embedded("openai", e, "inside the stream") end
     st.model = json.get(obj.model, "string") or st.model
     st.usage = usage_of(obj.usage) or st.usage
     local choice = json.get(obj.choices, "table") and json.get(obj.choices[1], "table")

@@ -123,6 +123,28 @@ function M.classify(provider, status, headers, body, key_env)
   }
 end
 
+--- An error object found inside a 2xx answer or an event stream
+--- ({"error": {message, type|status, code}}). A 4xx code or an
+--- invalid-request type is not retried; anything else is a server error.
+---@param provider string
+---@param e table the decoded `error` object
+---@param where string for the message ("inside the stream", ...)
+function M.embedded(provider, e, where)
+  local code = json.int(e.code)
+  local etype = json.get(e.type, "string") or json.get(e.status, "string") or ""
+  local kind, retryable = "server", true
+  if code == 429 or etype == "rate_limit_error" or etype == "RESOURCE_EXHAUSTED" then
+    kind = "rate_limit"
+  elseif code == 401 or code == 403 or etype == "authentication_error" or etype == "permission_error" then
+    kind, retryable = "auth", false
+  elseif (code and code >= 400 and code < 500) or etype == "invalid_request_error" or etype == "INVALID_ARGUMENT" then
+    kind, retryable = "bad_request", false
+  end
+  return { kind = kind, retryable = retryable, status = code,
+    message = string.format("%s: error %s: %s%s", provider, where, etype ~= "" and (etype .. ": ") or "",
+      tostring(json.get(e.message, "string") or "no message")) }
+end
+
 --- Exponential backoff with full jitter in [d/2, d], d = min(max, base * 2^(attempt-1)).
 ---@param attempt integer the attempt that just failed (1 = first)
 function M.backoff(attempt, base, max)

@@ -528,7 +528,31 @@ function M.compile(task, files, workdir, opts)
     return result("compile_error", "compilation failed:\n" .. base.log, base)
   end
   base.so = workdir .. "/kernel.so"
+  if not opts.trusted then
+    local why = M.load_time_code(base.so)
+    if why then return result("rejected", "the kernel " .. why, base) end
+  end
   return result("ok", "", base)
+end
+
+--- Code that would run when the shared object is loaded, before the
+--- runner's strictest filter: constructors/destructors beyond the
+--- compiler's own single entry, or IFUNC resolvers. Returns a reason or nil.
+function M.load_time_code(so)
+  local r = proc.run { argv = { "readelf", "-SW", "--dyn-syms", so }, timeout = 30, max_output = 4 << 20 }
+  if not r or r.status ~= "exited" or r.code ~= 0 then return nil end -- no binutils: the screen still applies
+  for _, sec in ipairs { "init_array", "fini_array", "ctors", "dtors", "preinit_array" } do
+    local size = r.stdout:match("%s%." .. sec .. "%s+%S+%s+%x+%s+%x+%s+(%x+)")
+    if size and tonumber(size, 16) > 8 then
+      return "defines code that runs when it is loaded (." .. sec .. "): only the entry may run"
+    end
+  end
+  for line in r.stdout:gmatch("[^\n]+") do
+    if line:find("%sIFUNC%s") and not line:find("%sUND%s") then
+      return "defines an IFUNC resolver (code that runs when it is loaded): only the entry may run"
+    end
+  end
+  return nil
 end
 
 -- ------------------------------------------------------------------ freeze
@@ -595,10 +619,11 @@ function M.freeze(task, tests_dir, opts)
   end
   local per_set = set_bytes(task, bench_sizes)
   -- enough rotating input sets to cover twice the last-level cache, so a
-  -- timed call rarely finds its inputs cached; a cache flush between calls
-  -- only where even 64 sets are too small
+  -- timed call rarely finds its inputs cached; at most 16 (each costs a
+  -- reference run at freeze time and a first call per benchmark), the
+  -- shortfall flushed from the cache between calls
   local llc = opts.llc_bytes or llc_bytes()
-  local sets = math.max(2, math.min(64, math.ceil(2 * llc / math.max(per_set, 1))))
+  local sets = math.max(2, math.min(16, math.ceil(2 * llc / math.max(per_set, 1))))
   meta = { task = task_fingerprint(task), sets = sets, per_set_bytes = per_set,
     flush_bytes = math.max(0, 2 * llc - sets * per_set), llc_bytes = llc, bench_sizes = bench_sizes }
   local all = {}
@@ -758,7 +783,8 @@ function M.bench(task, build, opts)
   if st then fs.remove(blob); st.correct = false; return st end
   local wall = require("mk.task").now() - t0
   local base = { wall_s = wall, reps = math.tointeger(j.reps), sets = math.tointeger(j.sets), times = j.times,
-    latency_s = j.median_s, min_s = j.min_s, max_s = j.max_s,
+    latency_s = j.median_s, min_s = j.min_s, max_s = j.max_s, p10_s = j.p10_s, p90_s = j.p90_s,
+    median_all_s = j.median_all_s, undisturbed = math.tointeger(j.clean), stats_over = j.stats_over,
     spread = j.median_s > 0 and (j.p90_s - j.p10_s) / j.median_s or 0, counters = j.counters,
     counters_error = j.counters_error ~= cjson.null and j.counters_error or nil, correct = false }
   if j.bad_calls and j.bad_calls > 0 then

@@ -1,0 +1,188 @@
+-- `mkengine run` end to end with the real evaluator (C target): on the
+-- offline scripted model, over real HTTP against a loopback server that
+-- replies like a model, with a human-decisions file, with a user strategy,
+-- and its exit codes for bad input.
+local t = dofile("tests/lua/lib/t.lua")
+local fs = require "mk.fs"
+local proc = require "mk.proc"
+local task = require "mk.task"
+local cjson = require "cjson"
+
+local MK = fs.realpath((os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine")
+local TASK = "tests/tasks/rmsnorm_small"
+local tmp = fs.tmpdir("mk-run-test")
+
+local function mk(args, env)
+  local argv = { MK }
+  for _, a in ipairs(args) do argv[#argv + 1] = a end
+  local r = assert(proc.run { argv = argv, timeout = 900, env = env, max_output = 4 * 1024 * 1024 })
+  return r.code, r.stdout .. r.stderr
+end
+
+local function summary(dir) return cjson.decode(assert(fs.read(dir .. "/summary.json"))) end
+
+local function all_files(dir, out)
+  out = out or {}
+  for _, name in ipairs(fs.list(dir) or {}) do
+    local p = dir .. "/" .. name
+    local st = fs.stat(p)
+    if st and st.type == "dir" then all_files(p, out) elseif st and st.type == "file" then out[#out + 1] = p end
+  end
+  return out
+end
+
+t.test("run auto on the scripted model finds a correct kernel, checked on held-out inputs", function()
+  local dir = tmp .. "/auto"
+  local code, out = mk { "run", "auto", TASK, "--model", "scripted", "--seed", "3", "--set", "iters=3",
+    "--set", "tune=false", "--run-dir", dir, "--quiet" }
+  local s = summary(dir)
+  t.eq(s.model_label:find("scripted model", 1, true) ~= nil, true, "summary labels the scripted model")
+  if s.best ~= cjson.null then
+    t.eq(code, 0, out)
+    t.ok(s.best.speedup > 0)
+    t.ok(fs.exists(dir .. "/best/kernel.c"), "best/ holds the kernel")
+    local ev = fs.read(dir .. "/events.jsonl")
+    t.contains(ev, '"type":"heldout"')
+  else
+    t.eq(code, 1, "no correct kernel means exit 1")
+  end
+  t.ok(s.nodes >= 2)
+  t.ok(fs.isdir(dir .. "/graph.git"))
+  t.ok(fs.exists(dir .. "/tests/MANIFEST") or #(fs.list(dir .. "/tests") or {}) > 0, "frozen tests exist")
+end)
+
+t.test("beam on the scripted model ends with a kernel faster than the baseline", function()
+  local dir = tmp .. "/beam"
+  local code, out = mk { "run", "beam", TASK, "--model", "scripted", "--seed", "2", "--set", "width=2",
+    "--set", "depth=2", "--set", "branches=2", "--set", "inner_iters=2", "--set", "tune=false",
+    "--run-dir", dir, "--quiet" }
+  t.eq(code, 0, out)
+  local s = summary(dir)
+  t.eq(s.status, "done")
+  t.ok(s.best.speedup > 1.0, "best speedup " .. tostring(s.best.speedup))
+end)
+
+t.test("zeroshot, greedy and evolve run end to end on the real evaluator", function()
+  for _, case in ipairs({
+    { "zeroshot", "n=3" }, { "greedy", "steps=2" }, { "evolve", "population=2", "generations=1" },
+  }) do
+    local dir = tmp .. "/" .. case[1]
+    local args = { "run", case[1], TASK, "--model", "scripted", "--seed", "5", "--set", "tune=false",
+      "--set", "tests_agent=false", "--run-dir", dir, "--quiet" }
+    for i = 2, #case do
+      args[#args + 1] = "--set"
+      args[#args + 1] = case[i]
+    end
+    local code, out = mk(args)
+    t.ok(code == 0 or code == 1, case[1] .. ": " .. out)
+    local s = summary(dir)
+    t.eq(s.strategy, case[1])
+    t.eq(code == 0, type(s.best) == "table", case[1] .. " exit code matches the verdict")
+    t.ok(s.nodes >= 3, case[1] .. " made nodes")
+  end
+end)
+
+t.test("the tutorial strategy (a user file) runs and finds a correct kernel", function()
+  local dir = tmp .. "/tutorial"
+  local code, out = mk { "run", "examples/strategies/sample_then_refine.lua", TASK, "--model", "scripted",
+    "--set", "samples=3", "--set", "rounds=1", "--set", "tune=false", "--run-dir", dir, "--quiet" }
+  t.eq(code, 0, out)
+  t.ok(summary(dir).nodes >= 4)
+end)
+
+t.test("hitl follows a decisions file: reject a plan, edit code, accept", function()
+  local dir = tmp .. "/hitl"
+  local good = "examples/suites/cpu/rmsnorm/scripted/stream_store.c"
+  local dec = tmp .. "/decisions.txt"
+  fs.write(dec, "reject   # first plan\naccept\nedit " .. fs.realpath(good) .. "\n")
+  local code, out = mk { "run", "hitl", TASK, "--model", "scripted", "--set", "iters=2", "--set",
+    "decisions=" .. dec, "--run-dir", dir, "--quiet" }
+  t.eq(code, 0, out)
+  local s = summary(dir)
+  t.eq(s.nodes, 2) -- the reference and the edited kernel
+  t.eq(fs.read(dir .. "/best/kernel.c"), fs.read(good))
+end)
+
+t.test("the same loop runs over real HTTP against a loopback model-like server", function()
+  local pf = tmp .. "/port"
+  local kernel = fs.realpath("examples/suites/cpu/rmsnorm/scripted/stream_store.c")
+  local f = io.open("/proc/self/stat")
+  local pid = f:read("n")
+  f:close()
+  os.execute(string.format("python3 tests/fake_llm/model_server.py --kernel %s --port-file %s --watch-pid %d >/dev/null 2>&1 &",
+    kernel, pf, pid))
+  local t0 = task.now()
+  while not fs.exists(pf) and task.now() - t0 < 10 do task.sleep(0.05) end
+  local port, spid = fs.read(pf):match("^(%d+) (%d+)")
+  local key = "sk-test-model-456"
+  local dir = tmp .. "/http"
+  local env = { OPENAI_BASE_URL = "http://127.0.0.1:" .. port .. "/v1", OPENAI_API_KEY = key }
+  local code, out = mk({ "run", "auto", TASK, "--model", "openai:fake-model", "--set", "iters=1", "--run-dir", dir,
+    "--llm-cache", "off", "--quiet" }, env)
+  os.execute("kill " .. spid)
+  t.eq(code, 0, out)
+  local s = summary(dir)
+  t.eq(s.model, "openai:fake-model")
+  t.ok(s.cost.input_tokens > 0 and s.cost.output_tokens > 0, "token counts come from the wire")
+  for _, p in ipairs(all_files(dir)) do
+    t.ok(not (fs.read(p) or ""):find(key, 1, true), "API key written to " .. p)
+  end
+end)
+
+t.test("a run killed with SIGKILL resumes without recomputing or losing nodes", function()
+  local dir = tmp .. "/resume"
+  local args = { MK, "run", "parallel", TASK, "--model", "scripted", "--set", "trajectories=2", "--set", "iters=2",
+    "--set", "tune=false", "--run-dir", dir, "--quiet" }
+  local h = task.spawn(function() return proc.run { argv = args, timeout = 900 } end)
+  -- wait until a few candidate nodes are committed, then kill -9
+  local t0 = task.now()
+  while task.now() - t0 < 300 do
+    local ev = fs.read(dir .. "/events.jsonl") or ""
+    local _, n = ev:gsub('"type":"node"', "")
+    if n >= 3 then break end
+    task.sleep(0.2)
+  end
+  os.execute("pkill -9 -f -- '--run-dir " .. dir .. "'")
+  task.try_await(h)
+  local before = fs.read(dir .. "/events.jsonl")
+  local ids_before = {}
+  for id in before:gmatch('"type":"node"[^\n]-"id":"(n%d+)"') do ids_before[id] = true end
+  local code, out = mk { "resume", dir, "--quiet" }
+  t.eq(code == 0 or code == 1, true, out)
+  local s = summary(dir)
+  t.eq(s.status == "done" or s.status == "no_correct_kernel", true)
+  -- keys are unique: nothing recomputed twice
+  local keys = {}
+  local g = require("mk.graph").open(dir .. "/graph.git", { readonly = true })
+  for _, n in ipairs(g:nodes()) do
+    t.ok(not keys[n.key], "duplicate key " .. tostring(n.key))
+    keys[n.key] = true
+  end
+  for id in pairs(ids_before) do t.ok(g:get(id), "node " .. id .. " lost") end
+end)
+
+t.test("bad input: unknown strategy, missing task and bad option exit 2; no model is explained", function()
+  local code, out = mk { "run", "nosuch", TASK, "--model", "scripted", "--root", tmp .. "/bad" }
+  t.eq(code, 2); t.contains(out, "unknown strategy 'nosuch'")
+  code, out = mk { "run", "beam", tmp .. "/no-task", "--model", "scripted", "--root", tmp .. "/bad" }
+  t.eq(code, 2); t.contains(out, "task directory not found")
+  code, out = mk { "run", "beam", TASK, "--model", "scripted", "--set", "widht=2", "--root", tmp .. "/bad" }
+  t.eq(code, 2); t.contains(out, "unknown option 'widht'")
+  code, out = mk { "run", "beam", TASK, "--root", tmp .. "/bad" }
+  t.eq(code, 2); t.contains(out, "--model scripted")
+  code, out = mk { "run", "beam" }
+  t.eq(code, 2); t.contains(out, "usage: mkengine run")
+end)
+
+t.test("a Lua error in a user strategy exits 1 with file:line and a traceback", function()
+  local path = tmp .. "/broken_strategy.lua"
+  fs.write(path, "return { defaults = {}, run = function(ctx, opts)\n  local x = nil\n  return x.field\nend }\n")
+  local code, out = mk { "run", path, TASK, "--model", "scripted", "--set", "tests_agent=false", "--root", tmp .. "/bad" }
+  t.eq(code, 1)
+  t.contains(out, "broken_strategy.lua:3:")
+  t.contains(out, "stack traceback")
+end)
+
+local code = t.run()
+fs.rm_rf(tmp)
+return code
