@@ -26,7 +26,12 @@ typedef struct {
 
 static pthread_once_t git_once = PTHREAD_ONCE_INIT;
 
-static void git_init_once(void) { git_libgit2_init(); }
+static void git_init_once(void) {
+  git_libgit2_init();
+  /* commits are built from trees and parents this module just wrote or
+   * resolved, so libgit2 need not look each up again */
+  git_libgit2_opts(GIT_OPT_ENABLE_STRICT_OBJECT_CREATION, 0);
+}
 
 /* Map a libgit2 error code to an error kind strategy code can switch on. */
 static const char *kind_of(int code) {

@@ -164,7 +164,10 @@ function Ctx:step(key, fn)
   if not spec then return nil, err end
   spec.key = key
   spec.cost = spec.cost or acc
-  local node = self.graph:add(spec)
+  local node, gerr = self.graph:add(spec)
+  if not node then -- git could not write (disk full, permissions): nothing can be kept, stop the run
+    error("cannot commit the node of step " .. key .. ": " .. tostring(type(gerr) == "table" and gerr.message or gerr), 0)
+  end
   if self.on_node then self.on_node(node) end
   return node
 end
