@@ -275,7 +275,7 @@ function Evaluator:evaluate(files, opts)
 
   -- the final benchmark also times fresh inputs (probes) against caching cheats
   local br = self:_exclusive(self.target.bench, self.task, build,
-    self:_bench_opts { counters = opts.profile, probes = self.opts.probes or 2 })
+    self:_bench_opts { counters = opts.profile, probes = self.opts.probes or 3 })
   device_s = device_s + (br.wall_s or 0)
   if br.status ~= "ok" then
     return finish(fail(br.status, br.message, { tune = tune }))

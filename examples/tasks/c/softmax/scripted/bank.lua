@@ -8,7 +8,7 @@ return {
       text = "The single-exp structure with a tunable OpenMP chunk (rows per chunk); process the sum in blocks "
         .. "of 8 columns so the compiler emits full vectors." },
     { id = "closed_form", kernels = { "powbase", "uniform" },
-      text = "Write the exponential as a power of e for clarity, and short-circuit rows whose logits are close "
+      text = "Write the exponential as a power of e in long double for accuracy, and short-circuit rows whose logits are close "
         .. "together, where softmax is nearly uniform." },
   },
   kernels = {
