@@ -40,19 +40,26 @@ print(string.format("baseline: %.3f ms median, %.2f s wall", base.latency_s * 1e
 local src = fs.read(RMS .. "/scripted/simd.c")
 local build = c.compile(ev.task, { ["kernel.c"] = src }, ev.root .. "/stab", {})
 assert(build.status == "ok", build.message)
-local meds = {}
+local meds, mins, p10s = {}, {}, {}
 for i = 1, repeats do
   local r = c.bench(ev.task, build, { tests_dir = ev.tests_dir, min_time = 0.5, threads = threads })
   assert(r.status == "ok", r.message)
-  meds[i] = r.latency_s
-  print(string.format("  run %2d: median %.4f ms, spread %.1f%%, %d reps", i, r.latency_s * 1e3, 100 * r.spread, r.reps))
+  meds[i], mins[i], p10s[i] = r.latency_s, r.min_s, r.p10_s
+  print(string.format("  run %2d: median %.4f ms (all calls %.4f), p10 %.4f, min %.4f, spread %.0f%%, %d reps, "
+    .. "%d undisturbed", i, r.latency_s * 1e3, r.median_all_s * 1e3, r.p10_s * 1e3, r.min_s * 1e3, 100 * r.spread,
+    r.reps, r.undisturbed))
 end
-table.sort(meds)
-local mid = meds[(#meds + 1) // 2]
-local worst = 0
-for _, m in ipairs(meds) do worst = math.max(worst, math.abs(m - mid) / mid) end
-print(string.format("stability: %d medians, min %.4f ms, max %.4f ms, max deviation from their median %.1f%%",
-  #meds, meds[1] * 1e3, meds[#meds] * 1e3, 100 * worst))
+local function stability(name, xs)
+  table.sort(xs)
+  local mid = xs[(#xs + 1) // 2]
+  local worst = 0
+  for _, m in ipairs(xs) do worst = math.max(worst, math.abs(m - mid) / mid) end
+  print(string.format("stability of the %s over %d runs: %.4f .. %.4f ms, max deviation from their median %.1f%%",
+    name, #xs, xs[1] * 1e3, xs[#xs] * 1e3, 100 * worst))
+end
+stability("median", meds)
+stability("p10", p10s)
+stability("min", mins)
 
 -- overhead of one full evaluation
 for k in pairs(spent) do spent[k] = 0 end

@@ -119,11 +119,41 @@ static int is_stopword(const char *w, size_t n) {
 
 typedef void (*kb_emit_fn)(void *ud, const char *tok, size_t len);
 
-/* Lower-case; on purely alphabetic words fold US and UK spellings together
- * (-ize/-yze/-our as -ise/-yse/-or: "vectorize" and "vectorise" become one
- * term) and fold a plural ("shapes" -> "shape", "entries" -> "entry");
- * drop stop words; emit. Query and corpus go through the same folding, so
- * an odd-looking term ("sise") is harmless. */
+static int is_vowel(char c) { return c == 'a' || c == 'e' || c == 'i' || c == 'o' || c == 'u' || c == 'y'; }
+
+/* A light suffix stemmer for purely alphabetic words, enough to make
+ * "buffering", "buffered" and "buffers" meet "buffer" and "estimating"
+ * meet "estimate" without a full Porter stemmer: US/UK spelling (-ize,
+ * -yze, -our), plurals (-s, -ies), -ing and -ed (keeping stems of at least
+ * four letters that contain a vowel, undoubling "padd" -> "pad"), then a
+ * final -e. Query and corpus share it, so odd stems ("estimat") are fine.
+ * Returns the new length. */
+static size_t stem(char *w, size_t n) {
+  if (n <= 3) return n;
+  for (size_t i = 1; i + 1 < n; i++)
+    if (w[i] == 'z' && (w[i - 1] == 'i' || w[i - 1] == 'y') && (w[i + 1] == 'e' || w[i + 1] == 'i' || w[i + 1] == 'a'))
+      w[i] = 's';
+  if (n > 4 && w[n - 3] == 'o' && w[n - 2] == 'u' && w[n - 1] == 'r') { w[n - 2] = 'r'; n -= 1; }
+  if (w[n - 1] == 's') {
+    if (n > 4 && w[n - 3] == 'i' && w[n - 2] == 'e') { w[n - 3] = 'y'; n -= 2; }
+    else if (w[n - 2] != 's' && w[n - 2] != 'u' && w[n - 2] != 'i' && w[n - 2] != 'a') n -= 1;
+  }
+  size_t cut = 0;
+  if (n >= 7 && memcmp(w + n - 3, "ing", 3) == 0) cut = 3;
+  else if (n >= 6 && w[n - 2] == 'e' && w[n - 1] == 'd' && w[n - 3] != 'e') cut = 2;
+  if (cut) {
+    int vowel = 0;
+    for (size_t i = 0; i < n - cut; i++) vowel |= is_vowel(w[i]);
+    if (vowel) {
+      n -= cut;
+      if (w[n - 1] == w[n - 2] && !is_vowel(w[n - 1]) && w[n - 1] != 'l' && w[n - 1] != 's' && w[n - 1] != 'z') n -= 1;
+    }
+  }
+  if (n > 4 && w[n - 1] == 'e') n -= 1;
+  return n;
+}
+
+/* Lower-case, drop stop words, stem purely alphabetic words, emit. */
 static void emit_word(const char *s, size_t n, kb_emit_fn emit, void *ud) {
   char w[KB_MAX_TOKEN + 1];
   if (n == 0 || n > KB_MAX_TOKEN) return;
@@ -133,17 +163,8 @@ static void emit_word(const char *s, size_t n, kb_emit_fn emit, void *ud) {
     w[i] = (char)(is_upper(c) ? c + 32 : c);
     if (!is_lower((unsigned char)w[i])) alpha = 0;
   }
-  if (alpha && n > 3) {
-    for (size_t i = 1; i + 1 < n; i++)
-      if (w[i] == 'z' && (w[i - 1] == 'i' || w[i - 1] == 'y') && (w[i + 1] == 'e' || w[i + 1] == 'i' || w[i + 1] == 'a'))
-        w[i] = 's';
-    if (n > 4 && w[n - 3] == 'o' && w[n - 2] == 'u' && w[n - 1] == 'r') { w[n - 2] = 'r'; n -= 1; }
-  }
-  if (alpha && n > 3 && w[n - 1] == 's') {
-    if (n > 4 && w[n - 3] == 'i' && w[n - 2] == 'e') { w[n - 3] = 'y'; n -= 2; }
-    else if (w[n - 2] != 's' && w[n - 2] != 'u' && w[n - 2] != 'i' && w[n - 2] != 'a') n -= 1;
-  }
   if (is_stopword(w, n)) return;
+  if (alpha) n = stem(w, n);
   emit(ud, w, n);
 }
 
@@ -317,7 +338,40 @@ static void set_title(kb_chunker *c) {
   }
 }
 
-/* Split markdown text (already sanitized) into sections at ATX headings that
+/* A setext underline: up to 3 spaces, a run of '=' (level 1) or '-'
+ * (level 2), optional trailing blanks. Returns the level or 0. */
+static int setext_level(const char *s, size_t n) {
+  size_t i = 0;
+  while (i < n && i < 3 && s[i] == ' ') i++;
+  if (i >= n || (s[i] != '=' && s[i] != '-')) return 0;
+  char c = s[i];
+  while (i < n && s[i] == c) i++;
+  while (i < n && (s[i] == ' ' || s[i] == '\t')) i++;
+  return i == n ? (c == '=' ? 1 : 2) : 0;
+}
+
+/* Could this line be the text of a setext heading? A single line of plain
+ * paragraph text: not blank, not a list item, table row, quote, heading or
+ * indented code. */
+static int setext_text(const char *s, size_t n) {
+  if (is_blank_line(s, n) || (n > 0 && (s[0] == ' ' || s[0] == '\t'))) return 0;
+  unsigned char c = (unsigned char)s[0];
+  if (c == '|' || c == '>' || c == '#' || c == '<') return 0;
+  if ((c == '-' || c == '*' || c == '+') && (n == 1 || s[1] == ' ')) return 0;
+  size_t i = 0;
+  while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+  if (i > 0 && i < n && (s[i] == '.' || s[i] == ')')) return 0;
+  return 1;
+}
+
+static void open_heading(kb_chunker *c, int level, const char *t, size_t tn) {
+  for (int l = level; l <= 6; l++) { free(c->levels[l]); c->levels[l] = NULL; }
+  c->levels[level] = xstrndup(t, tn);
+  set_title(c);
+}
+
+/* Split markdown text (already sanitized) into sections at ATX headings
+ * and setext headings (a paragraph line underlined with === or ---) that
  * are not inside code fences. Text before the first heading has title "". */
 static void chunk_markdown(const char *s, size_t n, size_t max_chunk, kb_chunk_fn fn, void *ud) {
   kb_chunker c = { .max_chunk = max_chunk ? max_chunk : KB_DEFAULT_CHUNK, .fn = fn, .ud = ud };
@@ -327,26 +381,47 @@ static void chunk_markdown(const char *s, size_t n, size_t max_chunk, kb_chunk_f
   int in_fence = 0;
   char fch = 0;
   size_t flen = 0;
+  /* the previous line, when it may carry a setext heading's text: it must
+   * follow a blank line (or a heading, or start the file) */
+  size_t prev = 0, prev_len = 0;
+  int prev_ok = 0, after_break = 1;
   while (i < n) {
     const char *e = memchr(s + i, '\n', n - i);
     size_t ln = e ? (size_t)(e - (s + i)) : n - i;
+    size_t next = i + ln + (e ? 1 : 0);
     char ch;
     size_t k;
     const char *t;
     size_t tn;
-    int level;
+    int level, cand = 0;
     if (fence_marker(s + i, ln, &ch, &k)) {
       if (!in_fence) { in_fence = 1; fch = ch; flen = k; }
       else if (ch == fch && k >= flen) in_fence = 0;
-    } else if (!in_fence && (level = heading_level(s + i, ln, &t, &tn)) > 0) {
+      after_break = 0;
+    } else if (in_fence) {
+      after_break = 0;
+    } else if ((level = heading_level(s + i, ln, &t, &tn)) > 0) {
       emit_section(&c, s + body, i - body, body_line);
-      for (int l = level; l <= 6; l++) { free(c.levels[l]); c.levels[l] = NULL; }
-      c.levels[level] = xstrndup(t, tn);
-      set_title(&c);
-      body = i + ln + (e ? 1 : 0);
+      open_heading(&c, level, t, tn);
+      body = next;
       body_line = line + 1;
+      after_break = 1;
+    } else if (prev_ok && (level = setext_level(s + i, ln)) > 0) {
+      emit_section(&c, s + body, prev - body, body_line);
+      size_t e2 = prev_len;
+      while (e2 > 0 && (s[prev + e2 - 1] == ' ' || s[prev + e2 - 1] == '\t')) e2--;
+      open_heading(&c, level, s + prev, e2);
+      body = next;
+      body_line = line + 1;
+      after_break = 1;
+    } else {
+      cand = after_break && setext_text(s + i, ln);
+      after_break = is_blank_line(s + i, ln);
     }
-    i += ln + (e ? 1 : 0);
+    prev_ok = cand;
+    prev = i;
+    prev_len = ln;
+    i = next;
     line++;
   }
   emit_section(&c, s + body, n - body, body_line);
@@ -357,7 +432,7 @@ static void chunk_markdown(const char *s, size_t n, size_t max_chunk, kb_chunk_f
 /* ---- the index ------------------------------------------------------------- */
 
 typedef struct { uint32_t chunk, tf; } kb_posting;
-typedef struct { char *s; uint32_t len, hash; kb_posting *p; uint32_t n, cap; } kb_term;
+typedef struct { uint32_t off, len, hash; uint32_t n, cap; kb_posting *p; } kb_term; /* off: into the arena */
 typedef struct { uint32_t file; char *title, *text; size_t text_len; unsigned line; uint32_t ntok; } kb_chunk;
 /* A hash slot keeps the hash beside the term id so probes do not touch the
  * term array (the index build is dominated by these lookups). */
@@ -367,6 +442,7 @@ typedef struct { char *path, *name; int64_t mtime_ns, size; uint32_t dir; } kb_f
 typedef struct {
   kb_term *terms;
   uint32_t nterms, capterms;
+  kb_buf arena; /* every term's bytes, back to back: lookups stay cache-friendly */
   kb_slot *slots; /* open addressing; id 0 = empty */
   uint32_t nslots;
   kb_chunk *chunks;
@@ -418,7 +494,7 @@ static uint32_t term_id(kb_index *ix, const char *s, size_t n, int create) {
     while (ix->slots[j].id) {
       if (ix->slots[j].hash == h) {
         kb_term *t = &ix->terms[ix->slots[j].id - 1];
-        if (t->len == n && memcmp(t->s, s, n) == 0) return ix->slots[j].id - 1;
+        if (t->len == n && memcmp(ix->arena.p + t->off, s, n) == 0) return ix->slots[j].id - 1;
       }
       j = (j + 1) & (ix->nslots - 1);
     }
@@ -429,7 +505,8 @@ static uint32_t term_id(kb_index *ix, const char *s, size_t n, int create) {
     ix->terms = xrealloc(ix->terms, ix->capterms * sizeof *ix->terms);
   }
   uint32_t id = ix->nterms++;
-  ix->terms[id] = (kb_term){ .s = xstrndup(s, n), .len = (uint32_t)n, .hash = h };
+  ix->terms[id] = (kb_term){ .off = (uint32_t)ix->arena.n, .len = (uint32_t)n, .hash = h };
+  buf_add(&ix->arena, s, n);
   if ((uint64_t)ix->nterms * 2 > ix->nslots) rehash(ix, ix->nslots ? ix->nslots * 2 : 2048);
   else {
     uint32_t j = h & (ix->nslots - 1);
@@ -620,7 +697,8 @@ static kb_index *check_index(lua_State *L) {
 static void index_release(kb_index *ix) {
   if (ix->closed) return;
   ix->closed = 1;
-  for (uint32_t i = 0; i < ix->nterms; i++) { free(ix->terms[i].s); free(ix->terms[i].p); }
+  for (uint32_t i = 0; i < ix->nterms; i++) free(ix->terms[i].p);
+  free(ix->arena.p);
   for (uint32_t i = 0; i < ix->nchunks; i++) { free(ix->chunks[i].title); free(ix->chunks[i].text); }
   for (uint32_t i = 0; i < ix->nfiles; i++) { free(ix->files[i].path); free(ix->files[i].name); }
   for (uint32_t i = 0; i < ix->ndirs; i++) free(ix->dirs[i]);

@@ -335,6 +335,9 @@ static int l_sleep(lua_State *L) {
   lua_Number s = luaL_optnumber(L, 1, 0);
   luaL_argcheck(L, s >= 0 && isfinite(s), 1, "seconds must be a finite number >= 0");
   sleep_op *o = mk_op_new(L, sizeof *o, &sleep_vt);
+  /* the loop's cached time is stale after long Lua work between polls: a
+   * timer started from it would fire early */
+  uv_update_time(mk_loop(L));
   uv_timer_init(mk_loop(L), &o->timer);
   o->timer.data = o;
   uv_timer_start(&o->timer, sleep_fired, (uint64_t)ceil(s * 1000.0), 0);
@@ -584,6 +587,13 @@ static void drain(mk_runtime *rt) {
     if (rt->ntasks == 0) break;
     for (mk_task *t = rt->all; t; t = t->next_all) cancel_task(t);
     if (!rt->ready_head && !uv_run(&rt->loop, UV_RUN_ONCE) && !rt->ready_head) break;
+  }
+  /* cancelled operations (a process being killed, a transfer being
+   * aborted) finish in their close callbacks: give them up to 5 s so they
+   * are freed rather than abandoned */
+  uint64_t until = uv_hrtime() + 5000000000ull;
+  while (ops_live > 0 && uv_hrtime() < until) {
+    if (!uv_run(&rt->loop, UV_RUN_ONCE)) break;
   }
 }
 

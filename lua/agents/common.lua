@@ -51,26 +51,10 @@ function common.knowledge(ctx, query)
   if ctx.opts.kb == false then return nil, {} end
   local ok, retrieve = pcall(require, "mk.retrieve")
   if not ok then return nil, {} end
-  local k = ctx.opts.kb_k or 3
-  local persona = personas[ctx.task.target] or personas.c
-  local shipped = require("mk.home").path("kb") .. "/"
-  local hits = retrieve.passages(query, { k = k * 4, max_chars = math.huge, extra_dirs = ctx.opts.kb_dirs }) or {}
-  local passages, budget = {}, ctx.opts.kb_chars or 2500
-  for _, p in ipairs(hits) do
-    local file = p.file or ""
-    local applies = file:sub(1, #shipped) ~= shipped or file:find("/learned/", 1, true) ~= nil
-    for _, pat in ipairs(persona.kb_files or {}) do
-      if (file:match("([^/]+)$") or ""):match(pat) then applies = true end
-    end
-    if applies and #passages < k and #(p.text or "") <= budget then
-      passages[#passages + 1] = p
-      budget = budget - #p.text
-    end
-  end
-  if #passages == 0 then return nil, {} end
-  local used = {}
-  for i, p in ipairs(passages) do used[i] = { file = p.file, title = p.title, score = p.score } end
-  return retrieve.format(passages), used
+  local passages = retrieve.passages(query, { k = ctx.opts.kb_k or 3, max_chars = ctx.opts.kb_chars or 2500,
+    extra_dirs = ctx.opts.kb_dirs, target = ctx.task.target })
+  if not passages or #passages == 0 then return nil, {} end
+  return retrieve.format(passages), retrieve.refs(passages)
 end
 
 --- Extract the code of a reply: the last fenced block in the target's

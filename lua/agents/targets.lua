@@ -9,9 +9,6 @@ return {
       .. "I/O, no processes, no dlopen, no timers, no signals, no constructors, no global state that survives "
       .. "between calls; the function must compute the full result on every call.",
     tune_syntax = "// mk:tune NAME v1 v2 v3   (then #ifndef NAME / #define NAME v1 / #endif)",
-    -- knowledge-base files that apply (Lua patterns on the file name);
-    -- learned notes and user directories always apply
-    kb_files = { "^c%-" },
   },
   pallas = {
     target_desc = "TPU (or GPU) accelerators, in JAX with Pallas kernels (jax.experimental.pallas)",
@@ -21,6 +18,5 @@ return {
       .. "accumulate reductions in float32 VMEM scratch with the reduction grid axis last and marked arbitrary; "
       .. "do not call the reference or jnp fallbacks for the main computation.",
     tune_syntax = "# mk:tune block_m = [128, 256, 512]",
-    kb_files = { "^pallas%-", "^tpu%-" },
   },
 }

@@ -13,7 +13,8 @@ local home = require "mk.home"
 local retrieve = {}
 
 local config = { extra_dirs = {}, learn_dir = nil, k = 4, max_chars = 3000 }
-local cache = {} -- key (dirs joined by "\0") -> index
+local cache, ncached = {}, 0 -- key (dirs joined by "\0") -> index
+local MAX_CACHED = 8 -- distinct directory sets kept open at once
 
 local function check_dirs(v, fname, what)
   if v == nil then return {} end
@@ -33,7 +34,9 @@ end
 ---@return table config a copy of the configuration now in force
 function retrieve.configure(opts)
   if type(opts) ~= "table" then error("retrieve.configure: opts must be a table", 2) end
-  if opts.extra_dirs ~= nil then config.extra_dirs = check_dirs(opts.extra_dirs, "retrieve.configure", "extra_dirs") end
+  if opts.extra_dirs ~= nil then
+    config.extra_dirs = { table.unpack(check_dirs(opts.extra_dirs, "retrieve.configure", "extra_dirs")) }
+  end
   if opts.learn_dir ~= nil then
     if opts.learn_dir ~= false and type(opts.learn_dir) ~= "string" then
       error("retrieve.configure: learn_dir must be a string or false", 2)
@@ -114,12 +117,15 @@ function retrieve.index(dirs, opts)
   local key = table.concat(dirs, "\0") .. (learned and "" or "\1nolearned")
   local ix = cache[key]
   if ix and not ix:stale() then return ix end
-  if ix then ix:close() end
-  cache[key] = nil
+  if ix then
+    ix:close()
+    cache[key], ncached = nil, ncached - 1
+  end
   local err
   ix, err = kb.open { dirs = dirs, skip = not learned and { "learned" } or nil }
   if not ix then return nil, err end
-  cache[key] = ix
+  if ncached >= MAX_CACHED then retrieve.reset() end
+  cache[key], ncached = ix, ncached + 1
   return ix
 end
 
@@ -129,6 +135,7 @@ function retrieve.reset()
     ix:close()
     cache[k] = nil
   end
+  ncached = 0
 end
 
 --- Which shipped notes belong to which target: a file of the engine's kb/

@@ -237,8 +237,12 @@ local function execute(o, run, info, resumed)
   local spent = ctx:spent()
   local totals = llm.totals and llm.totals() or {}
   local status = best and "done" or "no_correct_kernel"
+  local compiled = 0
+  for _, n in ipairs(run.graph:nodes()) do
+    if n.kind ~= "reference" and n.status ~= "compile_error" then compiled = compiled + 1 end
+  end
   local summary = {
-    strategy = info.strategy, task = task.name, status = status,
+    strategy = info.strategy, task = task.name, status = status, compiled_nodes = compiled,
     best = summarize_node(best) or require("cjson").null,
     model = info.model, model_label = client.label, seed = info.seed, options = opts,
     cost = { input_tokens = spent.input_tokens, output_tokens = spent.output_tokens, usd = spent.usd,
@@ -260,7 +264,7 @@ local function execute(o, run, info, resumed)
     if okr and retrieve.learn then
       local entries = {}
       for _, n in ipairs(run.graph:nodes()) do
-        if n.kind ~= "reference" and n.plan then
+        if n.kind ~= "reference" and n.plan and n.plan:find("%S") then
           entries[#entries + 1] = { task = task.name, target = task.target, status = n.status,
             plan_summary = (n.plan:match("^[^\n]+") or n.plan):sub(1, 200),
             effect = n.status == "ok" and string.format("%.2fx the baseline", n.metrics.speedup or 0)

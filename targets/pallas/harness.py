@@ -1050,10 +1050,20 @@ def cmd_freeze(a):
     for i, cfg in enumerate(task["test_configs"]):
         plan.append(("c%d" % i, seeds[0], cfg, False))
     plan += [("h%d" % s, s, None, True) for s in heldout]
-    cases = []
+    cases, warnings, digests = [], [], {}
     ref_fn = None
     for cid, seed, cfg, held in plan:
         dyn, statics = make_inputs(task, ref, seed, cfg, dtype)
+        # Seeds that do not change the inputs (create_inputs imported its key
+        # function directly, say) are reported: they add no coverage.
+        h = hashlib.sha256()
+        for x in dyn:
+            h.update(_to_numpy(x).tobytes() if hasattr(x, "shape") else repr(x).encode())
+        key = (h.hexdigest(), json.dumps(cfg, sort_keys=True))
+        if key in digests:
+            warnings.append("case %s has the same inputs as case %s: the seed does not reach create_inputs"
+                            % (cid, digests[key]))
+        digests.setdefault(key, cid)
         try:
             json.dumps(statics)
         except TypeError:
@@ -1077,7 +1087,7 @@ def cmd_freeze(a):
                    "tolerance": task["tolerance"], "dtype": a.dtype, "device": device_info(jax),
                    "harness_version": HARNESS_VERSION}, f, indent=1)
     n = write_manifest(tests)
-    return {"status": "ok", "cases": cases, "files": n,
+    return {"status": "ok", "cases": cases, "files": n, "warnings": warnings,
             "manifest_sha": sha256_file(os.path.join(tests, MANIFEST))}
 
 

@@ -81,6 +81,69 @@ t.test("target filters shipped notes to that target's files and general ones", f
   t.raises(function() retrieve.passages("x", { target = 1 }) end, "target must be a string")
 end)
 
+-- Questions a kernel engineer (or an agent) asks, each with the shipped
+-- note that answers it.
+local known = {
+  { "block shape must be divisible by 8 and 128", "pallas-blockspec.md" },
+  { "index map returns element offsets instead of block indices wrong results", "pallas-blockspec.md" },
+  { "squeezed dimension None in block shape batch axis", "pallas-blockspec.md" },
+  { "RESOURCE_EXHAUSTED: Ran out of memory in memory space vmem", "pallas-errors.md" },
+  { "how much VMEM does my kernel use double buffering estimate", "tpu-vmem-budget.md" },
+  { "INTERNAL: Mosaic failed to compile TPU kernel: unsupported shape cast", "pallas-errors.md" },
+  { "NotImplementedError: Unimplemented primitive in Pallas TPU lowering", "pallas-errors.md" },
+  { "TracerBoolConversionError if pl.program_id", "pallas-errors.md" },
+  { "make_async_copy start wait DMA semaphore", "tpu-memory-spaces-dma.md" },
+  { "memory_space=pl.ANY keep operand in HBM", "tpu-memory-spaces-dma.md" },
+  { "SMEM scalar memory size", "tpu-memory-spaces-dma.md" },
+  { "emit_pipeline nested pipeline inside kernel", "pallas-pipelining.md" },
+  { "pl.Buffered buffer count pipeline_mode", "pallas-pipelining.md" },
+  { "PrefetchScalarGridSpec num_scalar_prefetch", "pallas-scalar-prefetch.md" },
+  { "block sparse matmul skip zero blocks", "pallas-scalar-prefetch.md" },
+  { "accumulator scratch pl.when program_id == 0 initialise", "pallas-reductions-accumulators.md" },
+  { "dimension_semantics parallel arbitrary reduction axis last", "pallas-reductions-accumulators.md" },
+  { "flash attention running max online softmax", "pallas-reductions-accumulators.md" },
+  { "preferred_element_type float32 bf16 matmul precision", "tpu-dtypes-precision.md" },
+  { "interpret=True run on CPU without TPU", "pallas-interpret-mode.md" },
+  { "InterpretParams", "pallas-interpret-mode.md" },
+  { "xplane.pb ProfileData XLA Ops duration_ns", "tpu-profiling-roofline.md" },
+  { "roofline ridge point v5e 197 TFLOP/s 819 GB/s", "tpu-profiling-roofline.md" },
+  { "cost_estimate CostEstimate flops bytes_accessed", "tpu-profiling-roofline.md" },
+  { "MXU 256x256 v6e tile size matmul", "tpu-matmul-tiling.md" },
+  { "masked stores last dimension 64 lane dense", "tpu-vector-layout.md" },
+  { "1-D array reshape to (N // 128, 128)", "tpu-vector-layout.md" },
+  { "is Pallas faster than XLA fusion", "jax-xla-baseline.md" },
+  { "speedup over 10x suspicious constant output", "kernel-evaluation-pitfalls.md" },
+  { "loop not vectorized -fopt-info-vec-missed", "c-vectorisation.md" },
+  { "multiple accumulators FMA latency dot product", "c-vectorisation.md" },
+  { "cache blocking tile size L1 L2 matrix multiply", "c-cache-blocking.md" },
+  { "#pragma omp parallel for reduction schedule", "c-openmp.md" },
+  { "false sharing per thread counters", "c-openmp.md" },
+  { "aligned_alloc posix_memalign __builtin_assume_aligned", "c-alignment-restrict.md" },
+  { "restrict pointer aliasing", "c-alignment-restrict.md" },
+  { "fuse two loops temporary array", "c-loop-transformations.md" },
+  { "Kahan summation -ffast-math", "c-reductions-floating-point.md" },
+  { "undefined reference to omp_get_thread_num", "c-compiler-flags-and-errors.md" },
+  { "target specific option mismatch always_inline _mm256", "c-compiler-flags-and-errors.md" },
+  { "structure of arrays versus array of structures", "c-memory-bandwidth-layout.md" },
+  { "non-temporal streaming stores", "c-memory-bandwidth-layout.md" },
+}
+
+t.test("ranking: every known question finds its note in the top 3, at least 40 of 42 first", function()
+  local first, misses = 0, {}
+  for _, c in ipairs(known) do
+    local ps = assert(retrieve.passages(c[1], { k = 3, learned = false }))
+    local names = {}
+    for i, p in ipairs(ps) do names[i] = p.name end
+    if names[1] == c[2] then first = first + 1 end
+    if names[1] ~= c[2] and names[2] ~= c[2] and names[3] ~= c[2] then
+      misses[#misses + 1] = c[1] .. " -> " .. table.concat(names, ", ")
+    end
+  end
+  t.eq(#known, 42)
+  t.eq(#misses, 0, table.concat(misses, "; "))
+  t.ok(first >= 40, "top-1 " .. first .. " of " .. #known)
+end)
+
 t.test("k and max_chars bound the passages; a cut passage is marked", function()
   local ps = assert(retrieve.passages("VMEM block shape pipeline", { k = 5, max_chars = 900 }))
   t.ok(#ps >= 1 and #ps <= 5, "count " .. #ps)

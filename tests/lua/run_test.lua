@@ -62,6 +62,26 @@ t.test("beam on the scripted model ends with a kernel faster than the baseline",
   t.ok(s.best.speedup > 1.0, "best speedup " .. tostring(s.best.speedup))
 end)
 
+t.test("zeroshot, greedy and evolve run end to end on the real evaluator", function()
+  for _, case in ipairs({
+    { "zeroshot", "n=3" }, { "greedy", "steps=2" }, { "evolve", "population=2", "generations=1" },
+  }) do
+    local dir = tmp .. "/" .. case[1]
+    local args = { "run", case[1], TASK, "--model", "scripted", "--seed", "5", "--set", "tune=false",
+      "--set", "tests_agent=false", "--run-dir", dir, "--quiet" }
+    for i = 2, #case do
+      args[#args + 1] = "--set"
+      args[#args + 1] = case[i]
+    end
+    local code, out = mk(args)
+    t.ok(code == 0 or code == 1, case[1] .. ": " .. out)
+    local s = summary(dir)
+    t.eq(s.strategy, case[1])
+    t.eq(code == 0, type(s.best) == "table", case[1] .. " exit code matches the verdict")
+    t.ok(s.nodes >= 3, case[1] .. " made nodes")
+  end
+end)
+
 t.test("the tutorial strategy (a user file) runs and finds a correct kernel", function()
   local dir = tmp .. "/tutorial"
   local code, out = mk { "run", "examples/strategies/sample_then_refine.lua", TASK, "--model", "scripted",

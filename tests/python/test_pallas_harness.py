@@ -465,6 +465,7 @@ class TestEndToEnd(unittest.TestCase):
         H.verify_manifest(self.tests)
         self.assertEqual(H.case_ids(self.tests), ["s0", "s1", "c0"])
         self.assertEqual(H.case_ids(self.tests, heldout=True), ["h1001"])
+        self.assertEqual(self.frozen["warnings"], [])
 
     def test_seeds_give_different_inputs_and_seed_zero_is_the_tasks_own(self):
         import numpy as np
@@ -574,6 +575,20 @@ class TestEndToEnd(unittest.TestCase):
         self.assertEqual(r["status"], "ok", r)
         self.assertEqual(r["flops"], 4 * 16 * 128)  # the task's get_flops()
         self.assertGreater(r["latency_s"], 0)
+
+    def test_seeds_that_do_not_reach_the_inputs_are_reported(self):
+        with tempfile.TemporaryDirectory() as d:
+            task = os.path.join(d, "t")
+            os.makedirs(task)
+            with open(os.path.join(task, "baseline.py"), "w") as f:
+                f.write("import jax.numpy as jnp\nCONFIG = {}\n"
+                        "def create_inputs(dtype=jnp.float32):\n    return (jnp.ones((4, 8), dtype),)\n"
+                        "def workload(x):\n    return x * 2\n")
+            r, _, err = run_harness("freeze", "--task", task, "--tests", os.path.join(d, "tests"),
+                                    "--seeds", "0,1", "--heldout", "")
+            self.assertEqual(r["status"], "ok", err[-2000:])
+            self.assertEqual(len(r["warnings"]), 1)
+            self.assertIn("case s1 has the same inputs as case s0", r["warnings"][0])
 
     def test_maxkernel_task_end_to_end_with_static_args(self):
         task = os.path.join(TASKS, "tiny_maxkernel")

@@ -53,16 +53,10 @@ function M.run(args)
   if #pos ~= 2 then cli.usage_error("expected STRATEGY and TASK", M.usage) end
   o.strategy, o.task = pos[1], pos[2]
   local summary = require("mk.runner").run(o)
+  -- the runner already printed the verdict (unless --quiet); --json ends
+  -- the event stream with the summary
   if o.json then
     io.stdout:write(require("cjson").encode({ type = "summary", summary = summary }), "\n")
-  elseif not o.quiet then
-    local b = summary.best
-    if type(b) == "table" then
-      io.stdout:write(string.format("best: %s  speedup %.2fx  latency %.3f ms  (%s/best)\n", b.node, b.speedup or 0,
-        (b.latency_s or 0) * 1000, summary.run_dir))
-    else
-      io.stdout:write("no correct kernel found  (" .. summary.run_dir .. ")\n")
-    end
   end
   return type(summary.best) == "table" and 0 or 1
 end

@@ -783,7 +783,8 @@ function M.bench(task, build, opts)
   if st then fs.remove(blob); st.correct = false; return st end
   local wall = require("mk.task").now() - t0
   local base = { wall_s = wall, reps = math.tointeger(j.reps), sets = math.tointeger(j.sets), times = j.times,
-    latency_s = j.median_s, min_s = j.min_s, max_s = j.max_s,
+    latency_s = j.median_s, min_s = j.min_s, max_s = j.max_s, p10_s = j.p10_s, p90_s = j.p90_s,
+    median_all_s = j.median_all_s, undisturbed = math.tointeger(j.clean), stats_over = j.stats_over,
     spread = j.median_s > 0 and (j.p90_s - j.p10_s) / j.median_s or 0, counters = j.counters,
     counters_error = j.counters_error ~= cjson.null and j.counters_error or nil, correct = false }
   if j.bad_calls and j.bad_calls > 0 then

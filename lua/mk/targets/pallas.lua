@@ -354,7 +354,7 @@ function M.freeze(task, tests_dir, opts)
   task.tests_dir = tests_dir
   return {
     status = "ok", cases = cases_of(r.cases), manifest = manifest, manifest_sha = r.manifest_sha,
-    fresh = true, message = "", wall_s = r.wall_s,
+    fresh = true, message = table.concat(r.warnings or {}, "; "), warnings = r.warnings, wall_s = r.wall_s,
   }
 end
 

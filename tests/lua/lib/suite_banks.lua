@@ -18,7 +18,7 @@ local M = {}
 M.SUITE = "examples/suites/cpu"
 M.EXPECTS = { fast = true, slow = true, incorrect = true, compile_error = true }
 -- LLM-style operators; every other suite task is a KernelBench level-2 style fusion
-M.LLM_STYLE = { rmsnorm = true, softmax = true, layernorm = true, attention = true,
+M.LLM_STYLE = { rmsnorm = true, softmax = true, layernorm = true, add_layernorm = true, attention = true,
   cross_entropy = true, swiglu_mlp = true }
 -- short benchmarks: enough for the margins the bank kernels have
 M.EVAL_OPTS = { jobs = 2, bench = { min_time = 0.1, warmup = 1, min_reps = 3, max_reps = 10 } }
