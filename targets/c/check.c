@@ -9,6 +9,8 @@
  *   manifest PATH SHA256      root DIR      blob PATH
  *   cmp CASE NAME DTYPE COUNT OFFSET HASH EXPECTED_REL ATOL RTOL [SHAPE]
  *   verify                    (check every manifest entry, compare nothing)
+ *   blob2 PATH + cmp2 ... OFFSET2:HASH2 ...   (expected = the reference's
+ *                             output in blob2, for fresh-input probes)
  * stdout: one JSON object {ok, error, results = [...]}. Exit 0 when it
  * could check (whatever the verdict), 1 on a manifest/blob problem.
  * Also: `hash DIR` then relative paths, one a line → {"sha256": [...]}
@@ -86,7 +88,9 @@ static void coords(char *dst, size_t cap, size_t idx, const char *shape) {
 
 static int first_result = 1;
 
-static void compare(char **t, int nt, const char *root, const char *blob) {
+/* cmp: expected from a frozen file (manifest-verified); cmp2 (blob2 set):
+ * expected from the reference's own output blob of this evaluation. */
+static void compare(char **t, int nt, const char *root, const char *blob, const char *blob2) {
   const char *cas = t[1], *name = t[2];
   mkc_dtype dt = mkc_dtype_parse(t[3]);
   size_t count = (size_t)strtoull(t[4], NULL, 10);
@@ -96,20 +100,32 @@ static void compare(char **t, int nt, const char *root, const char *blob) {
   const char *shape = nt > 10 ? t[10] : NULL;
   if (dt == MKC_BAD) die("bad dtype %s", t[3]);
   size_t bytes = count * mkc_dtype_size(dt);
-
-  entry_t *e = NULL;
-  for (int i = 0; i < nman; i++) if (!strcmp(man[i].rel, rel)) e = &man[i];
-  if (!e) die("expected file %s is not in the manifest", rel);
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", root, rel);
-  if (!e->verified) {
-    char sha[65];
-    if (mkc_sha256_file(path, sha) != 0) die("cannot read expected file %s", path);
-    if (strcmp(sha, e->sha)) die("expected file %s does not match the manifest (tampered?)", rel);
-    e->verified = 1;
+  void *want;
+  if (blob2) {
+    /* rel is "OFFSET:HASH" of the reference's output in blob2 */
+    off_t off2 = (off_t)strtoll(rel, NULL, 10);
+    const char *h2 = strchr(rel, ':');
+    want = read_range(blob2, off2, bytes);
+    if (!want || !h2) die("reference output for %s/%s is missing", cas, name);
+    char hh[17];
+    snprintf(hh, sizeof hh, "%016llx", (unsigned long long)mkc_hash64(want, bytes));
+    if (strcmp(hh, h2 + 1)) die("reference output for %s/%s does not match its hash", cas, name);
+  } else {
+    entry_t *e = NULL;
+    for (int i = 0; i < nman; i++) if (!strcmp(man[i].rel, rel)) e = &man[i];
+    if (!e) die("expected file %s is not in the manifest", rel);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    if (!e->verified) {
+      char sha[65];
+      if (mkc_sha256_file(path, sha) != 0) die("cannot read expected file %s", path);
+      if (strcmp(sha, e->sha)) die("expected file %s does not match the manifest (tampered?)", rel);
+      e->verified = 1;
+    }
+    want = read_range(path, 0, bytes);
+    if (!want) die("expected file %s is shorter than %zu bytes", rel, bytes);
   }
-  void *want = read_range(path, 0, bytes), *got = read_range(blob, off, bytes);
-  if (!want) die("expected file %s is shorter than %zu bytes", rel, bytes);
+  void *got = read_range(blob, off, bytes);
   char res[1200];
   int ok = 1;
   if (!got) {
@@ -228,7 +244,7 @@ int main(int argc, char **argv) {
   char *plan = mkc_read_all(0, &len);
   if (!plan) die("cannot read stdin");
   if (!strncmp(plan, "hash ", 5)) return hash_mode(plan);
-  char *root = NULL, *blob = NULL;
+  char *root = NULL, *blob = NULL, *blob2 = NULL;
   mkc_lines L;
   mkc_lines_init(&L, plan);
   int started = 0;
@@ -255,6 +271,12 @@ int main(int argc, char **argv) {
       }
     } else if (!strcmp(t[0], "root") && L.ntok >= 2) root = t[1];
     else if (!strcmp(t[0], "blob") && L.ntok >= 2) blob = t[1];
+    else if (!strcmp(t[0], "blob2") && L.ntok >= 2) blob2 = t[1];
+    else if (!strcmp(t[0], "cmp2") && L.ntok >= 10) {
+      if (!blob || !blob2) die("cmp2 before blob and blob2");
+      if (!started) { printf("{\"ok\":true,\"error\":null,\"results\":["); started = 1; }
+      compare(t, L.ntok, root, blob, blob2);
+    }
     else if (!strcmp(t[0], "verify")) {
       if (!root || !man) die("verify before manifest and root");
       for (int i = 0; i < nman; i++) {
@@ -268,7 +290,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(t[0], "cmp") && L.ntok >= 10) {
       if (!root || !blob || !man) die("cmp before manifest, root and blob");
       if (!started) { printf("{\"ok\":true,\"error\":null,\"results\":["); started = 1; }
-      compare(t, L.ntok, root, blob);
+      compare(t, L.ntok, root, blob, NULL);
     } else die("bad checker line %d: %s", L.line, t[0]);
   }
   if (!started) printf("{\"ok\":true,\"error\":null,\"results\":[");

@@ -9,6 +9,8 @@
  * Protocol. stdin carries the plan (lines of tokens):
  *   nonce HEX | mode test|bench|gen | so PATH | blob PATH | tol ATOL RTOL
  *   bench WARMUP MIN_TIME MIN_REPS MAX_REPS FLUSH_BYTES | counters 0|1
+ *   probes N      (bench: the last N cases are fresh inputs, each timed once
+ *                  after the loop; outputs go to the blob for checking)
  *   case ID
  *     arg in|inout NAME DTYPE COUNT file PATH [save PATH]
  *     arg in|inout NAME DTYPE COUNT gen SEED uniform|normal A B [save PATH]
@@ -87,6 +89,7 @@ static struct {
   double min_time;
   size_t flush_bytes;
   int counters;
+  int probes; /* the last `probes` cases: fresh inputs timed once after the loop */
   case_t *cases;
   int ncases;
   const char *current_case;
@@ -412,6 +415,7 @@ static void parse_plan(char *text) {
     else if (!strcmp(t[0], "blob")) { NEED(2); P.blob_fd = open_save(t[1]); }
     else if (!strcmp(t[0], "tol")) { NEED(3); P.atol = atof(t[1]); P.rtol = atof(t[2]); }
     else if (!strcmp(t[0], "counters")) { NEED(2); P.counters = atoi(t[1]); }
+    else if (!strcmp(t[0], "probes")) { NEED(2); P.probes = atoi(t[1]); }
     else if (!strcmp(t[0], "bench")) {
       NEED(6);
       P.warmup = atoi(t[1]); P.min_time = atof(t[2]); P.min_reps = atoi(t[3]); P.max_reps = atoi(t[4]);
@@ -720,8 +724,8 @@ static void counters_ctl(int on) {
 }
 
 static void mode_bench(sbuf *b) {
-  int R = P.ncases;
-  if (R < 1) fail("bench needs at least one input set");
+  int R = P.ncases - P.probes;
+  if (R < 1 || P.probes < 0) fail("bench needs at least one input set");
   void *(*argv)[64] = calloc((size_t)R, sizeof *argv);
   if (!argv) fail("out of memory");
   for (int s = 0; s < R; s++) {
@@ -825,9 +829,38 @@ static void mode_bench(sbuf *b) {
     sb_add(b, "},\"counters_error\":");
     if (counters_err[0]) sb_str(b, counters_err); else sb_add(b, "null");
   }
+  /* Probes: inputs the kernel has never seen, made only now, each timed on
+   * its first and only call. A kernel that serves repeated inputs from a
+   * cache of earlier results is fast in the loop and slow here; the
+   * engine also checks these outputs against the reference. */
+  sb_add(b, ",\"probes\":[");
+  for (int pi = 0; pi < P.probes; pi++) {
+    case_t *c = &P.cases[R + pi];
+    void *pargv[64];
+    if (c->nargs > 64) fail("too many arguments");
+    P.current_case = c->id;
+    setup_case(c);
+    prepare_call(c, pargv);
+    double t0 = mkc_now();
+    entry(pargv);
+    double dt = mkc_now() - t0;
+    sb_add(b, "%s{\"id\":", pi ? "," : "");
+    sb_str(b, c->id);
+    sb_add(b, ",\"time_s\":%.9g}", dt);
+    for (int i = 0; i < c->nargs; i++) {
+      arg_t *a = &c->args[i];
+      if (!is_outish(a)) continue;
+      const char *broken = canary_broken(a);
+      if (broken) { a->first = NULL; continue; }
+      a->first = malloc(a->bytes ? a->bytes : 1);
+      if (!a->first) fail("out of memory");
+      memcpy(a->first, a->buf, a->bytes);
+    }
+  }
+  sb_add(b, "]");
   sb_add(b, ",\"outs\":[");
   int first = 1;
-  for (int s = 0; s < R; s++) {
+  for (int s = 0; s < P.ncases; s++) {
     case_t *c = &P.cases[s];
     for (int i = 0; i < c->nargs; i++)
       if (is_outish(&c->args[i]) && c->args[i].first) emit_out(b, c, &c->args[i], c->args[i].first, &first);

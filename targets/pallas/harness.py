@@ -245,6 +245,17 @@ def load_task(task_dir, overrides=None):
         atol = _tolerance_value(config.get("atol"), cfg_index, "atol")
         rtol = _tolerance_value(config.get("rtol"), cfg_index, "rtol")
         entry, inputs_fn = "workload", "create_inputs"
+        if fmt == "mk":
+            # task.lua is Lua (the engine reads it); its tolerance and
+            # description are picked out here so the harness alone agrees.
+            lua = _read(os.path.join(task_dir, "task.lua"))
+            num = r"([0-9][0-9.]*(?:[eE][-+]?[0-9]+)?)"
+            m = re.search(r"\batol\s*=\s*" + num, lua)
+            atol = float(m.group(1)) if m else atol
+            m = re.search(r"\brtol\s*=\s*" + num, lua)
+            rtol = float(m.group(1)) if m else rtol
+            m = re.search(r"\bname\s*=\s*[\"']([\w.-]+)[\"']", lua)
+            task["name"] = m.group(1) if m else name
     if overrides.get("name"):
         task["name"] = overrides["name"]
     for fn in (entry, inputs_fn):

@@ -11,7 +11,7 @@ local evs = {}
 local function evaluator(task)
   if evs[task] then return evs[task] end
   local dir = fs.exists("examples/tasks/c/" .. task .. "/task.lua") and ("examples/tasks/c/" .. task) or (DIR .. "/" .. task)
-  local sizes = task == "rmsnorm" and { rows = 256, cols = 384 } or nil
+  local sizes = ({ rmsnorm = { rows = 256, cols = 384 }, matmul = { m = 128, n = 128, k = 128 } })[task]
   evs[task] = eval.new(dir, { bench_sizes = sizes, threads = 1, llc_bytes = 1 << 20, timeout = 10, mem_mb = 512,
     bench = { min_time = 0.05, min_reps = 5 } })
   evs[task]:freeze()

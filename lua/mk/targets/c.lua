@@ -24,6 +24,13 @@ end
 
 local function bad(msg) return nil, { kind = "bad_task", message = msg } end
 
+local function fmt_s(s)
+  if s >= 1 then return string.format("%.3f s", s) end
+  if s >= 1e-3 then return string.format("%.3f ms", s * 1e3) end
+  return string.format("%.2f us", s * 1e6)
+end
+M.fmt_s = fmt_s
+
 local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
 local function exists_exe(p) return p and fs.exists(p) end
@@ -423,6 +430,8 @@ local function case_plan(task, c, tests_dir, inputs, save_outputs)
       local inrel = "inputs/" .. c.id .. "/" .. a.name .. ".bin"
       if a.kind == "out" then
         if save_outputs then head = head .. " save " .. tests_dir .. "/expected/" .. c.id .. "/" .. a.name .. ".bin" end
+      elseif inputs == "fresh" then
+        head = head .. string.format(" gen %d %s %.17g %.17g", c.seed, a.init[1], a.init[2], a.init[3])
       elseif inputs == "gen" then
         head = head .. string.format(" gen %d %s %.17g %.17g save %s/%s", c.seed, a.init[1], a.init[2], a.init[3],
           tests_dir, inrel)
@@ -776,7 +785,20 @@ function M.bench(task, build, opts)
     by_id[c.id] = c
     plan[#plan + 1] = case_plan(task, c, tests_dir, "file", false)
   end
-  local bytes = meta.per_set_bytes * (meta.sets + 1) + meta.flush_bytes
+  -- fresh-input probes: seeds drawn now, never frozen, never seen before
+  local probes = {}
+  local ref_so = tests_dir .. "/.reference/kernel.so"
+  if (opts.probes or 0) > 0 and fs.exists(ref_so) then
+    plan[#plan + 1] = "probes " .. math.tointeger(opts.probes)
+    local base_seed = tonumber(n:sub(1, 7), 16)
+    for i = 1, opts.probes do
+      local c = { id = "probe" .. i, sizes = meta.bench_sizes, seed = 100000 + base_seed + i }
+      probes[#probes + 1] = c
+      by_id[c.id] = c
+      plan[#plan + 1] = case_plan(task, c, tests_dir, "fresh", false)
+    end
+  end
+  local bytes = meta.per_set_bytes * (meta.sets + 1 + #probes) + meta.flush_bytes
   local timeout = opts.timeout or 2 * task.timeout
   local st, j = run_runner(task, build, tests_dir, table.concat(plan, "\n") .. "\n", n,
     { timeout = timeout, threads = opts.threads, mem_mb = opts.mem_mb }, bytes)
@@ -793,16 +815,80 @@ function M.bench(task, build, opts)
       .. " of " .. math.tointeger(j.calls) .. " calls): " .. tostring(j.bad)
       .. ". A kernel must do the full work on every call.", base)
   end
-  local cr, cerr = check_outputs(task, tests_dir, meta, blob, j.outs or {}, by_id)
-  fs.remove(blob)
-  if not cr then return result("error", cerr, base) end
-  if not cr.ok then return result("error", "check failed: " .. tostring(cr.error), base) end
-  for _, x in ipairs(cr.results) do
-    if x.tampered then return result("rejected", x.message, base) end
-    if not x.ok then return result("incorrect", "at the benchmark size: " .. x.message, base) end
+  local frozen_outs, probe_outs = {}, {}
+  for _, o in ipairs(j.outs or {}) do
+    if o.case:match("^probe") then probe_outs[#probe_outs + 1] = o else frozen_outs[#frozen_outs + 1] = o end
   end
+  local cr, cerr = check_outputs(task, tests_dir, meta, blob, frozen_outs, by_id)
+  if not cr then fs.remove(blob); return result("error", cerr, base) end
+  if not cr.ok then fs.remove(blob); return result("error", "check failed: " .. tostring(cr.error), base) end
+  for _, x in ipairs(cr.results) do
+    if x.tampered then fs.remove(blob); return result("rejected", x.message, base) end
+    if not x.ok then fs.remove(blob); return result("incorrect", "at the benchmark size: " .. x.message, base) end
+  end
+  if #probes > 0 then
+    local pr = M._check_probes(task, tests_dir, meta, blob, probes, probe_outs, j, opts, base)
+    if pr then fs.remove(blob); return pr end
+  end
+  fs.remove(blob)
   base.correct = true
   return result("ok", "", base)
+end
+
+-- Fresh-input probes: the reference computes the same inputs (its own
+-- sandboxed run), the checker compares, and a kernel much slower on new
+-- inputs than on the rotated ones is caching results. nil when all is well.
+function M._check_probes(task, tests_dir, meta, blob, probes, outs, j, opts, base)
+  local args_by_name = {}
+  for _, a in ipairs(task.args) do args_by_name[a.name] = a end
+  local nouts = 0
+  for _, a in ipairs(task.args) do if a.kind == "out" or a.kind == "inout" then nouts = nouts + 1 end end
+  if #outs < #probes * nouts then
+    return result("incorrect", "on fresh inputs at the benchmark size the kernel wrote outside its outputs", base)
+  end
+  local n = nonce()
+  local rdir = tests_dir .. "/.reference"
+  local rblob = rdir .. "/probe-" .. n .. ".bin"
+  local plan = { "nonce " .. n, "mode test", "so " .. rdir .. "/kernel.so", "blob " .. rblob }
+  for _, c in ipairs(probes) do plan[#plan + 1] = case_plan(task, c, tests_dir, "fresh", false) end
+  local bins = M.binaries()
+  local r = run_sandboxed({ bins.run }, { workdir = rdir, stdin = table.concat(plan, "\n") .. "\n",
+    ro = { path_dir(bins.run) }, timeout = 2 * task.timeout, threads = opts.threads,
+    limits = runner_limits(meta.per_set_bytes * #probes) })
+  local st, rj = classify(r or { status = "exited", code = 1, stdout = "" }, n, 2 * task.timeout)
+  if st then fs.remove(rblob); return result("error", "the reference failed on the probe inputs: " .. st.message, base) end
+  local ref = {}
+  for _, cj in ipairs(rj.cases or {}) do
+    for _, o in ipairs(cj.outs or {}) do ref[o.case .. "/" .. o.name] = o end
+  end
+  local lines = { "blob " .. blob, "blob2 " .. rblob }
+  for _, o in ipairs(outs) do
+    local a, c, ro = args_by_name[o.name], nil, ref[o.case .. "/" .. o.name]
+    for _, p in ipairs(probes) do if p.id == o.case then c = p end end
+    if not ro then fs.remove(rblob); return result("error", "no reference output for " .. o.case, base) end
+    lines[#lines + 1] = string.format("cmp2 %s %s %s %d %d %s %d:%s %.9g %.9g %s", o.case, o.name, SHORT[a.dtype],
+      math.tointeger(dims_of(a, c.sizes)), math.tointeger(o.offset), o.hash, math.tointeger(ro.offset), ro.hash,
+      task.tolerance.atol, task.tolerance.rtol, shape_text(a, c.sizes))
+  end
+  local cr, cerr = checker(table.concat(lines, "\n") .. "\n")
+  fs.remove(rblob)
+  if not cr then return result("error", cerr, base) end
+  if not cr.ok then return result("error", "probe check failed: " .. tostring(cr.error), base) end
+  for _, x in ipairs(cr.results) do
+    if x.tampered then return result("rejected", x.message, base) end
+    if not x.ok then
+      return result("incorrect", "on fresh inputs at the benchmark size (never seen before): " .. x.message, base)
+    end
+  end
+  local pmin
+  for _, p in ipairs(j.probes or {}) do pmin = math.min(pmin or math.huge, p.time_s) end
+  base.probe_s = pmin
+  if pmin and pmin > 3 * j.median_s + 1e-3 then
+    return result("rejected", string.format("the kernel took %s on inputs it had never seen but %s on the "
+      .. "benchmark's repeated inputs: results must be computed on every call, not served from a cache of "
+      .. "earlier calls", fmt_s(pmin), fmt_s(j.median_s)), base)
+  end
+  return nil
 end
 
 --- The reference compiled and benchmarked exactly like a candidate.
@@ -860,12 +946,7 @@ function M.peaks(opts)
   return j
 end
 
-local function fmt_s(s)
-  if s >= 1 then return string.format("%.3f s", s) end
-  if s >= 1e-3 then return string.format("%.3f ms", s * 1e3) end
-  return string.format("%.2f us", s * 1e6)
-end
-M.fmt_s = fmt_s
+
 
 --- Achieved rates against the machine's peaks, bound, counters, and text.
 function M.profile(task, build, opts)

@@ -91,7 +91,8 @@ function M.check_structure(t, name)
   t.ok(#ids >= 6, "kernels: " .. #ids)
   local seen, planned, tunable_ok = {}, {}, false
   for _, p in ipairs(bank.plans) do
-    t.ok(type(p.id) == "string" and type(p.text) == "string" and #p.text > 150, "plan prose for " .. tostring(p.id))
+    t.ok(type(p.id) == "string" and type(p.title) == "string" and type(p.text) == "string" and #p.text > 150,
+      "plan id, title and prose for " .. tostring(p.id))
     t.ok(#p.kernels >= 1, "plan " .. p.id .. " names kernels")
     for _, k in ipairs(p.kernels) do
       t.ok(bank.kernels[k], "plan " .. p.id .. " names unknown kernel " .. k)

@@ -11,6 +11,7 @@ import os as _os
 
 import numpy as _np
 
+from . import lax  # noqa: F401
 from . import numpy  # noqa: F401  (jax.numpy)
 from . import random  # noqa: F401
 from . import tree_util  # noqa: F401

@@ -12,3 +12,7 @@ def array(x, copy=True, dtype=None):
 
 def asarray(x, dtype=None):
     return _np.asarray(x, dtype=dtype)
+
+
+def zeros_like(x, dtype=None):
+    return _np.zeros_like(x, dtype=dtype)

@@ -3,6 +3,7 @@ return {
   plans = {
     {
       id = "fused_row_simd",
+      title = "Fused add & norm per row, SIMD statistics",
       text = [=[The reference makes four passes per row with serial double
 accumulators, and because h is an output pointer it re-reads h[i][c] through
 memory the compiler cannot prove unaliased. Fuse per row: one `omp simd` loop
@@ -15,6 +16,7 @@ residual must be included before normalising.]=],
     },
     {
       id = "scratch_row",
+      title = "Per-row scratch buffer",
       text = [=[Keep h for the current row in a private scratch buffer of cols
 floats that stays in L1 while the statistics and y are computed, so the
 statistics passes never touch the output arrays.]=],
@@ -22,6 +24,7 @@ statistics passes never touch the output arrays.]=],
     },
     {
       id = "rows_omp",
+      title = "Rows over OpenMP",
       text = [=[Rows are independent: on top of the fused row kernel, split them
 over OpenMP threads with `schedule(static, RB)`, so both cores stream their own
 rows of x and r. Tune the chunk with `// mk:tune RB 1 8 32`.]=],
@@ -29,6 +32,7 @@ rows of x and r. Tune the chunk with `// mk:tune RB 1 8 32`.]=],
     },
     {
       id = "compensated_stats",
+      title = "Kahan-compensated statistics",
       text = [=[Make the single-precision statistics as accurate as double ones
 with Kahan-compensated sums for both the mean and the variance, keeping the
 reference's loop structure otherwise.]=],

@@ -3,6 +3,7 @@ return {
   plans = {
     {
       id = "transpose_k",
+      title = "Transpose K once",
       text = [=[The reference computes each score as a dot product over dim with a
 serial float reduction, and the output as a strided walk down the columns of V
 (stride dim floats per step), so neither loop vectorises. Transpose K once into
@@ -16,6 +17,7 @@ and scale by 1/sum at the end. Mark all pointers restrict.]=],
     },
     {
       id = "query_tiles_omp",
+      title = "Query tiles over OpenMP",
       text = [=[Build on the K^T layout but process queries in tiles of BQ rows: for
 each d, the K^T row is loaded once and applied to all BQ score rows of the tile,
 which cuts K^T traffic by BQ. Tiles are independent, so distribute them with
@@ -28,16 +30,20 @@ reuse K^T more.]=],
     },
     {
       id = "online_softmax",
+      title = "Single-pass online softmax",
       text = [=[Remove the score buffer and the separate max/exp/sum passes with a
 single-pass online softmax (FlashAttention's recurrence): keep the running max m
-and normaliser l per query; for each key compute s, m' = max(m, s),
-c = exp(m - m'), p = exp(s - m'), then l = l*c + p and o = o*c + p*v_j with the
-dim loop innermost and contiguous. Finish with o /= l. The V access becomes
-row-wise instead of column-wise, which is where the reference loses most.]=],
+and normaliser l per query; for each key compute s = q.k * scale (an
+`omp simd` reduction over dim); when s > m, multiply both l and the output
+accumulator o by exp(m - s) and set m = s; then p = exp(s - m), l += p and
+o += p * v_j with the dim loop innermost and contiguous. Finish with o /= l. The
+V access becomes row-wise instead of column-wise, which is where the reference
+loses most, and most keys cost one exp.]=],
       kernels = { "online", "online_norescale" },
     },
     {
       id = "branch_free_mask",
+      title = "Branch-free causal mask",
       text = [=[Give every loop a fixed trip count: score all seq keys for every
 query and set the future ones (j > i) to -inf before the softmax, so exp gives
 exactly 0 for them. This removes the triangular bounds, which should make the

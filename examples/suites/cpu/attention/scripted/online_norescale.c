@@ -1,6 +1,8 @@
 /* Causal attention in one pass over the keys (online softmax, as in
  * FlashAttention): keep a running max m and sum l, rescale the output
- * accumulator whenever the max grows, so no score row is stored. */
+ * accumulator only when the max grows, so no score row is stored and V is
+ * read row by row (unit stride) instead of down its columns. The q.k dot
+ * product is an `omp simd` reduction (AVX2 lanes). */
 #include <math.h>
 #include <stddef.h>
 
@@ -17,17 +19,19 @@ void kernel(const float *restrict q, const float *restrict k,
     for (int j = 0; j <= i; j++) {
       const float *restrict kj = k + (size_t)j * dim;
       float s = 0.0f;
+#pragma omp simd reduction(+ : s)
       for (int d = 0; d < dim; d++)
         s += qi[d] * kj[d];
       s *= scale;
-      const float mn = s > m ? s : m;
-      const float c = expf(m - mn);
-      const float p = expf(s - mn);
-      l = l * c + p;
+      if (s > m) {
+        l *= expf(m - s);
+        m = s;
+      }
+      const float p = expf(s - m);
+      l += p;
       const float *restrict vj = v + (size_t)j * dim;
       for (int d = 0; d < dim; d++)
         o[d] += p * vj[d];
-      m = mn;
     }
     const float inv = 1.0f / l;
     for (int d = 0; d < dim; d++)

@@ -3,6 +3,7 @@ return {
   plans = {
     {
       id = "ikj_fused_softmax",
+      title = "i-p-j order with the softmax fused per row",
       text = [=[Each output of the reference is a k-long serial dot product that
 walks c[b] down a column (stride n), so nothing vectorises and every step is a
 dependent FMA. Reorder the product to i-p-j: zero the output row, then for each
@@ -14,6 +15,7 @@ batch offset of c as b * k * n (c is [batch][k][n]).]=],
     },
     {
       id = "unrolled_rows_omp",
+      title = "Unrolled reduction, rows over OpenMP",
       text = [=[In the i-p-j version every p reloads and restores the whole output
 row. Unroll p by PU: one sweep over the row applies PU rows of c, so the
 accumulator is loaded and stored once per PU FMAs. Handle k % PU leftover rows
@@ -22,11 +24,12 @@ one `#pragma omp parallel for` loop. Tune with `// mk:tune PU 1 2 4 8`.]=],
       kernels = { "unroll_omp", "unroll_tail" },
     },
     {
-      id = "double_softmax",
-      text = [=[Make the softmax as exact as possible: keep max and sum in double
-and recompute exp() in double precision in the normalisation pass instead of
-storing single-precision exponentials, so nothing is rounded before the
-division. Keep the product loop of the reference.]=],
+      id = "extended_softmax",
+      title = "Softmax in extended precision",
+      text = [=[Make the softmax as exact as possible: keep max and sum in long
+double (x87 extended precision) and recompute expl() in the normalisation pass
+instead of storing single-precision exponentials, so nothing is rounded before
+the division. Keep the product loop of the reference.]=],
       kernels = { "exact_softmax" },
     },
   },

@@ -1,7 +1,7 @@
-/* Batched matmul + row softmax with the softmax done entirely in double:
- * the exponentials are recomputed with exp() in the normalisation pass
- * rather than stored in float, so no intermediate is rounded to single
- * precision before the division. */
+/* Batched matmul + row softmax with the softmax done in extended precision
+ * (long double, x87): max, sum and every exponential, recomputed with expl()
+ * in the normalisation pass rather than stored in float, so nothing is
+ * rounded before the final division. */
 #include <math.h>
 
 void kernel(const float *a, const float *c, float *out,
@@ -16,12 +16,12 @@ void kernel(const float *a, const float *c, float *out,
           acc += (double)a[(b * m + i) * k + p] * c[(b * k + p) * n + j];
         o[j] = (float)acc;
       }
-      double mx = o[0], sum = 0.0;
+      long double mx = o[0], sum = 0.0L;
       for (int j = 1; j < n; j++)
         mx = o[j] > mx ? o[j] : mx;
       for (int j = 0; j < n; j++)
-        sum += exp((double)o[j] - mx);
+        sum += expl((long double)o[j] - mx);
       for (int j = 0; j < n; j++)
-        o[j] = (float)(exp((double)o[j] - mx) / sum);
+        o[j] = (float)(expl((long double)o[j] - mx) / sum);
     }
 }

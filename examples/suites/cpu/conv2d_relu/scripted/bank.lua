@@ -3,6 +3,7 @@ return {
   plans = {
     {
       id = "row_axpy",
+      title = "Row-axpy loop order",
       text = [=[The reference keeps one output pixel in a scalar and loops over
 cin x 3 x 3 taps, a serial reduction with a stride-w gather per tap, so nothing
 vectorises. Swap the loop nest: for each (batch, cout) output plane, initialise
@@ -16,6 +17,7 @@ and all taps have been accumulated.]=],
     },
     {
       id = "register_strips",
+      title = "8-wide register strips",
       text = [=[Write every output only once: walk each output row in strips of 8
 pixels held in a local accumulator array (one AVX2 register), initialise with
 the bias, accumulate all cin*9 taps into it and store max(acc, 0). The input
@@ -25,6 +27,7 @@ at offsets kx. This removes the read-modify-write of the output plane per tap.]=
     },
     {
       id = "channel_blocks_omp",
+      title = "Output-channel blocks over OpenMP",
       text = [=[Start from the row-axpy order and block output channels: a work item
 is (batch, block of COB output channels). For a tap (ci, ky, kx) and row y, the
 input row x[ci][y+ky][kx:] is loaded once and applied to the COB output rows of
@@ -36,6 +39,7 @@ planes must still fit in L2.]=],
     },
     {
       id = "im2col",
+      title = "im2col lowering",
       text = [=[Lower the convolution to a matrix product as frameworks do: gather
 the input into an im2col matrix col[cin*9][oh*ow] (Caffe layout), then each
 output pixel is the dot product of its column with the weight row of its output

@@ -3,6 +3,7 @@ return {
   plans = {
     {
       id = "avx2_exp",
+      title = "Vectorised AVX2 exponential",
       text = [=[Nearly all the reference's time is one libm expf call per logit
 (4 M calls at the bench size): an opaque scalar call that blocks vectorisation.
 Replace it with an inline AVX2 exponential for non-positive arguments (after
@@ -16,6 +17,7 @@ finish tails with scalar code, and take x[r][labels[r]] from the current row.]=]
     },
     {
       id = "avx2_exp_omp",
+      title = "AVX2 exponential, rows over OpenMP",
       text = [=[Keep the AVX2 exponential row kernel and split the rows over OpenMP
 threads with `schedule(static, RB)`; rows are independent and each is 32 KiB,
 so a chunk of rows is a contiguous stream per thread. Tune the chunk with
@@ -24,6 +26,7 @@ so a chunk of rows is a contiguous stream per thread. Tune the chunk with
     },
     {
       id = "single_pass_no_max",
+      title = "Single pass without the max",
       text = [=[Drop the max pass altogether: loss = log(sum_c exp(x_c)) - x_label is
 the same quantity mathematically, and one pass over the row halves the memory
 traffic.]=],
@@ -31,6 +34,7 @@ traffic.]=],
     },
     {
       id = "streaming_logaddexp",
+      title = "Streaming logaddexp",
       text = [=[Fold the row into the log-sum-exp one class at a time with
 logaddexp: lse = max(lse, x_c) + log1p(exp(-|lse - x_c|)). Each step is stable
 by itself, so there is no separate max pass over the row and no running sum

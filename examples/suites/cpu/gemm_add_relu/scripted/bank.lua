@@ -3,6 +3,7 @@ return {
   plans = {
     {
       id = "ipj_fused_epilogue",
+      title = "i-p-j order with fused bias + ReLU",
       text = [=[The reference computes every output as a k-long dot product that
 walks b down a column (stride n) with a serial double accumulator, so it neither
 vectorises nor uses whole cache lines of b. Reorder to i-p-j: initialise the row
@@ -14,6 +15,7 @@ matrix.]=],
     },
     {
       id = "row_blocks_omp",
+      title = "Row blocks over OpenMP",
       text = [=[On top of the i-p-j order, compute MB rows of out per work item: for
 each p the b row is loaded once and applied to the MB rows, cutting b traffic by
 MB while the MB output rows stay in L1 (MB x 1 KiB). Work items are independent:
@@ -24,10 +26,12 @@ a multiple of MB (m = 37, 70, 1 in the tests): clamp its end to m. Tune with
     },
     {
       id = "pairwise_sums",
+      title = "Pairwise summation",
       text = [=[Keep the reference's one-output-at-a-time structure but reduce the
 k products of each output by pairwise (cascade) summation: gather them into a
-buffer and add adjacent pairs until one value is left, so the rounding error
-grows with log2(k) instead of k and stays far inside the tolerance in float.]=],
+buffer and sum it by recursive halving (sum of the left half plus sum of the
+right half), so the rounding error grows with log2(k) instead of k and stays
+far inside the tolerance in float.]=],
       kernels = { "pairwise" },
     },
   },

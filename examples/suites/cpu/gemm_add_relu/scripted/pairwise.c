@@ -1,19 +1,14 @@
 /* GEMM + bias + ReLU with pairwise (cascade) summation: the k products of an
- * output are gathered into a buffer and reduced as a balanced binary tree,
- * whose rounding error grows with log2(k) instead of k. */
+ * output are gathered into a buffer and summed by recursive halving, whose
+ * rounding error grows with log2(k) instead of k. */
 #include <stdlib.h>
 
-static float pairwise_sum(float *v, int n)
+static float pairwise_sum(const float *v, int n)
 {
-  while (n > 1) {
-    const int h = n / 2;
-    for (int i = 0; i < h; i++)
-      v[i] = v[2 * i] + v[2 * i + 1];
-    if (n % 2)
-      v[h] = v[n - 1];
-    n = h + n % 2;
-  }
-  return n == 1 ? v[0] : 0.0f;
+  if (n <= 2)
+    return n == 2 ? v[0] + v[1] : (n == 1 ? v[0] : 0.0f);
+  const int h = n / 2;
+  return pairwise_sum(v, h) + pairwise_sum(v + h, n - h);
 }
 
 void kernel(const float *a, const float *b, const float *bias, float *out, int m, int n, int k)

@@ -3,6 +3,7 @@ return {
   plans = {
     {
       id = "simd_float_stats",
+      title = "SIMD float statistics",
       text = [=[The reference runs three serial double-precision loops per row
 (mean, variance, output); the two accumulations are dependency chains of one
 add per 4 cycles, and the output loop converts every element to double and
@@ -16,6 +17,7 @@ the normalised value and beta is added last.]=],
     },
     {
       id = "single_stats_pass",
+      title = "One statistics pass (shifted data)",
       text = [=[Read the row once for the statistics instead of twice: accumulate
 sum(x) and sum(x^2) in the same vectorised loop and use var = E[x^2] - mu^2.
 With inputs of mean 0.5 and std 2 there is no catastrophic cancellation
@@ -24,6 +26,7 @@ With inputs of mean 0.5 and std 2 there is no catastrophic cancellation
     },
     {
       id = "rows_omp",
+      title = "Rows over OpenMP",
       text = [=[Rows are independent: split them over OpenMP threads with
 `schedule(static, RB)` on top of the vectorised row kernel, so both cores stream
 rows. Tune the chunk with `// mk:tune RB 1 8 32`.]=],
@@ -31,6 +34,7 @@ rows. Tune the chunk with `// mk:tune RB 1 8 32`.]=],
     },
     {
       id = "welford",
+      title = "Welford's algorithm",
       text = [=[Use Welford's single-pass algorithm in double for the statistics:
 update the running mean by delta / count and the sum of squared deviations per
 element. It is robust when the mean is large compared with the spread and reads

@@ -3,6 +3,7 @@ return {
   plans = {
     {
       id = "register_block_4rows",
+      title = "4-row register blocking",
       text = [=[The textbook loop keeps one c element in a register and walks b
 down a column (stride n floats) with a serial double accumulator: one dependent
 add per multiply and a new cache line per step. Switch to i-p-j order and block
@@ -16,6 +17,7 @@ remaining rows with a one-row version of the same loop. The signature order is
     },
     {
       id = "ipj_order",
+      title = "i-p-j loop order",
       text = [=[Minimal change with the largest effect: reorder the loops to i-p-j.
 Zero the row of c, then for each p broadcast a[i][p] and add a[i][p] * b[p][:] to
 it; both streams are unit stride so GCC vectorises the inner loop with restrict.]=],
@@ -23,15 +25,19 @@ it; both streams are unit stride so GCC vectorises the inner loop with restrict.
     },
     {
       id = "column_panels_omp",
+      title = "Column panels of b in L2, OpenMP rows",
       text = [=[Tile the columns: compute c in panels of NB columns so the k x NB
 slab of b (64 KiB for NB = 64, k = 256) stays in L2 while every row of a is
 multiplied against it, instead of streaming all of b once per row. Inside a
-panel use the i-p-j order over the NB-wide slice, and split the rows of each
-panel over OpenMP threads. Tune the panel width with `// mk:tune NB 32 64 128 256`.]=],
+panel use the i-p-j order over the NB-wide slice. Split the rows over OpenMP
+threads inside one parallel region: `omp for schedule(static) nowait` gives each
+thread the same rows in every panel, so panels need no barrier. Tune the panel
+width with `// mk:tune NB 32 64 128 256`.]=],
       kernels = { "tiled_omp" },
     },
     {
       id = "column_major_axpy",
+      title = "Column-major axpy order",
       text = [=[Organise the computation by output columns as a column-major BLAS
 would: for each column j of c and each p, apply the scalar b[p][j] to the whole
 column, c[:][j] += a[:][p] * b[p][j]. Each b element is read exactly once.]=],

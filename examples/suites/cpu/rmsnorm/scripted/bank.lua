@@ -3,6 +3,7 @@ return {
   plans = {
     {
       id = "stream_stores",
+      title = "AVX2 with non-temporal stores",
       text = [=[At 4096 x 4096 the kernel is memory-bound: 64 MiB of x in and 64 MiB
 of out, and since each output store first pulls its destination line into cache
 (write-allocate), the reference moves about 192 MiB per call; its serial double
@@ -17,6 +18,7 @@ of the row, scalar tail after the last full vector, `_mm_sfence()` at the end.]=
     },
     {
       id = "stream_rows_omp",
+      title = "Streaming stores, rows over OpenMP",
       text = [=[Keep the streaming-store row kernel and split the rows over OpenMP
 threads (`schedule(static, RB)`): a second core keeps more outstanding memory
 requests in flight, which is what a bandwidth-bound loop needs. Fence each
@@ -26,6 +28,7 @@ thread's non-temporal stores before its row loop ends. Tune the chunk with
     },
     {
       id = "hw_rsqrt",
+      title = "Hardware reciprocal square root",
       text = [=[Replace the sqrt and divide of the normaliser with the hardware
 reciprocal square root `_mm_rsqrt_ss`, one instruction, and vectorise both row
 passes with AVX2 (two accumulators for the sum of squares).]=],
@@ -33,6 +36,7 @@ passes with AVX2 (two accumulators for the sum of squares).]=],
     },
     {
       id = "separate_passes",
+      title = "Separate single-purpose passes",
       text = [=[Split the work into three single-purpose passes over the matrix:
 per-row inverse RMS into a rows-long array, then out = x * inv[r], then
 out *= scale[c]. Each loop is trivial for the compiler to vectorise.]=],

@@ -3,6 +3,7 @@ return {
   plans = {
     {
       id = "avx2_exp_once",
+      title = "One AVX2 exponential per element",
       text = [=[The reference evaluates double-precision exp() twice per element
 (once for the sum, once for the output): 2 x 1 M opaque libm calls at the bench
 size, none vectorised. Compute each exponential once, in float, 8 lanes at a
@@ -16,6 +17,7 @@ then multiply the row by 1/sum. Max pass 8 wide too; scalar tails on every pass
     },
     {
       id = "avx2_exp_rows_omp",
+      title = "AVX2 softmax rows over OpenMP",
       text = [=[Keep the AVX2 row kernel and split rows over OpenMP threads with
 `schedule(static, RB)`; each row is 16 KiB, independent of the others. Tune the
 chunk with `// mk:tune RB 1 8 32`.]=],
@@ -23,6 +25,7 @@ chunk with `// mk:tune RB 1 8 32`.]=],
     },
     {
       id = "float_exp_once",
+      title = "Single-precision exp, computed once",
       text = [=[A low-risk first step: stay scalar but compute every exponential
 once and in float: expf(x - max) stored into out and summed in the same loop,
 then one multiplication by 1/sum per element. That halves the number of
@@ -31,6 +34,7 @@ exponentials and replaces double exp() with the cheaper expf().]=],
     },
     {
       id = "online_normaliser",
+      title = "Online softmax normaliser",
       text = [=[Fuse the max and sum passes with an online normaliser: track the
 running max and the sum of exp(x - max) in a single pass, then write
 exp(x - max) / sum in a second pass. Two passes over the row instead of three.]=],
@@ -38,6 +42,7 @@ exp(x - max) / sum in a second pass. Two passes over the row instead of three.]=
     },
     {
       id = "extended_precision",
+      title = "Extended-precision softmax",
       text = [=[Eliminate intermediate rounding entirely: compute max, sum and
 every exponential in long double (x87 extended precision) and round to float
 only on the final store.]=],

@@ -3,6 +3,7 @@ return {
   plans = {
     {
       id = "fused_ikj",
+      title = "Fused gate/up projections in i-p-j order",
       text = [=[The reference computes each output with two k-long dot products
 that walk wg and wu down their columns (stride n floats), so every weight load
 is a new cache line and the float chains do not vectorise. Switch both
@@ -16,6 +17,7 @@ projection is the linear factor.]=],
     },
     {
       id = "row_blocks_omp",
+      title = "Row blocks over OpenMP",
       text = [=[The two weight matrices (2 x 576 KiB) do not fit in L2, so the i-p-j
 version streams them from L3 once per output row. Compute MB rows per block:
 each (wg[p], wu[p]) row pair is loaded once and applied to MB gate/up rows
@@ -27,6 +29,7 @@ The last block may be partial.]=],
     },
     {
       id = "compensated_sums",
+      title = "Kahan-compensated projections",
       text = [=[Stay in single precision but make the 384-long sums as accurate as
 the double-precision reference with Kahan compensation: one running sum and one
 correction term per projection, in the reference loop order.]=],

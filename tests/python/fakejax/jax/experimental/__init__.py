@@ -1,0 +1,1 @@
+"""jax.experimental stand-in (tests only)."""
