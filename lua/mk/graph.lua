@@ -480,6 +480,25 @@ function Graph:_clean_stale()
   for _, p in ipairs(removed) do self.problems[#self.problems + 1] = "removed stale " .. p end
 end
 
+-- A node's ref is fine when it names the node's commit. A ref that is
+-- missing or unreadable (a torn file after a power loss) while the index
+-- still names an intact commit of that node is restored from the index.
+function Graph:_check_ref(n, ref_oid)
+  if ref_oid == n.oid then return true end
+  if ref_oid ~= nil or not self.repo:exists(n.oid) then return false end
+  local rec = self:_record_from_git(n.id, n.oid)
+  if not rec then return false end
+  if not self.readonly then
+    -- libgit2 will not overwrite a corrupt loose ref file: remove it first
+    local loose = self.dir .. "/refs/nodes/" .. n.id
+    if fs.exists(loose) then fs.remove(loose) end
+    local ok, err = self.repo:set_ref("refs/nodes/" .. n.id, n.oid)
+    if not ok then error(err, 0) end
+  end
+  self.problems[#self.problems + 1] = "restored refs/nodes/" .. n.id .. " from the index"
+  return true
+end
+
 -- Bring the in-memory graph in line with the refs; returns whether the
 -- index file must be rewritten.
 function Graph:_reconcile(verify)
@@ -498,27 +517,39 @@ function Graph:_reconcile(verify)
   end
   -- the last indexed node must be what its ref says
   local last = self.list[#self.list]
-  if last and self.repo:ref("refs/nodes/" .. last.id) ~= last.oid then
+  if last and not self:_check_ref(last, self.repo:ref("refs/nodes/" .. last.id)) then
     self.problems[#self.problems + 1] = "index disagrees with refs/nodes/" .. last.id .. ": rebuilt from refs"
     assert(self:_rebuild())
     return true
   end
   if verify then
     -- refs past the last indexed id are recovered below, one by one
-    local refs = assert(self.repo:refs("refs/nodes/*"))
-    local ok, matched = true, 0
+    local refs = self.repo:refs("refs/nodes/*")
+    local ok, seen = true, {}
+    if not refs then
+      -- a ref file too broken to list: check node by node
+      refs = {}
+      for _, n in ipairs(self.list) do refs[#refs + 1] = { name = "refs/nodes/" .. n.id, oid = self.repo:ref("refs/nodes/" .. n.id) } end
+    end
     for _, r in ipairs(refs) do
       local id = r.name:sub(12)
       local n = self.by_id[id]
       if n then
-        matched = matched + 1
-        ok = n.oid == r.oid and self.repo:exists(r.oid)
+        seen[id] = true
+        ok = self:_check_ref(n, r.oid) and self.repo:exists(n.oid)
       else
         ok = (num_of(id) or 0) > self.seq
       end
       if not ok then break end
     end
-    ok = ok and matched == #self.list
+    if ok then
+      for _, n in ipairs(self.list) do
+        if not seen[n.id] and not self:_check_ref(n, nil) then
+          ok = false
+          break
+        end
+      end
+    end
     if not ok then
       self.problems[#self.problems + 1] = "index disagrees with refs: rebuilt from refs"
       assert(self:_rebuild())
