@@ -128,6 +128,10 @@ local function heldout_best(ctx)
   return nil
 end
 
+local function close_evaluator(run)
+  if run.evaluator and run.evaluator.close then pcall(run.evaluator.close, run.evaluator) end
+end
+
 local function execute(o, run, info, resumed)
   local targets = require "mk.targets"
   local eval = require "mk.eval"
@@ -178,6 +182,7 @@ local function execute(o, run, info, resumed)
 
   local ev = eval.new(task, { tests_dir = run.dir .. "/tests", jobs = info.jobs, seed = info.seed,
     timeout = info.timeout })
+  run.evaluator = ev -- closed by run/resume whatever happens (it owns temporary work directories)
   local ctx = context.new { task = task, graph = run.graph, run = run, eval = ev, llm = client, opts = opts,
     seed = info.seed or 0, budget = budget, log = function(msg) note(msg) end }
   ctx.started = task_lib.now()
@@ -296,6 +301,7 @@ function runner.run(o)
     task = task_slug(o.task), options = info, seed = info.seed, model = o.model }
   if not run then input_error("cannot create the run directory: " .. err.message) end
   local ok, res = pcall(execute, o, run, info, false)
+  close_evaluator(run)
   if not ok then
     pcall(run.set_status, run, "failed")
     run:close()
@@ -316,6 +322,7 @@ function runner.resume(dir, o)
   local info = run.info.options or {}
   run:event { type = "resume" }
   local ok, res = pcall(execute, o, run, info, true)
+  close_evaluator(run)
   if not ok then
     pcall(run.set_status, run, "failed")
     run:close()
