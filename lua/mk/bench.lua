@@ -13,7 +13,9 @@ local metrics = require "mk.metrics"
 
 local bench = {}
 
-local function read_json(path)
+--- Read a JSON file; nil when missing or invalid. JSON nulls become nil.
+---@param path string
+function bench.read_json(path)
   local text = fs.read(path)
   if not text then return nil end
   local ok, v = pcall(cjson.decode, text)
@@ -25,6 +27,7 @@ local function read_json(path)
   end
   return clean(v)
 end
+local read_json = bench.read_json
 
 local TASK_MARKERS = { "task.lua", "baseline.py", "reference.py" }
 

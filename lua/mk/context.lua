@@ -149,6 +149,19 @@ function Ctx:best(filter)
   return best
 end
 
+--- Order of nodes for selection (a sort comparator, usable as
+--- `table.sort(list, ctx.better)`): correct before not, then lower latency,
+--- then older id.
+function Ctx.better(a, b)
+  local ao, bo = a.status == "ok", b.status == "ok"
+  if ao ~= bo then return ao end
+  if ao then
+    local la, lb = a.metrics.latency_s or math.huge, b.metrics.latency_s or math.huge
+    if la ~= lb then return la < lb end
+  end
+  return a.id < b.id
+end
+
 --- Run one node-producing step, memoised by key (see the module comment).
 --- fn() returns a graph:add spec or nil; returns the node (or nil, why).
 function Ctx:step(key, fn)

@@ -128,10 +128,6 @@ local function heldout_best(ctx)
   return nil
 end
 
-local function close_evaluator(run)
-  if run.evaluator and run.evaluator.close then pcall(run.evaluator.close, run.evaluator) end
-end
-
 local function execute(o, run, info, resumed)
   local targets = require "mk.targets"
   local eval = require "mk.eval"
@@ -283,6 +279,17 @@ local function execute(o, run, info, resumed)
   return summary
 end
 
+-- Execute a run and release what it holds (evaluator work directories, the
+-- run lock) whatever happens; a failure marks the run failed and re-raises.
+local function execute_and_close(o, run, info, resumed)
+  local ok, res = pcall(execute, o, run, info, resumed)
+  if run.evaluator and run.evaluator.close then pcall(run.evaluator.close, run.evaluator) end
+  if not ok then pcall(run.set_status, run, "failed") end
+  run:close()
+  if not ok then error(res, 0) end
+  return res
+end
+
 --- Run a strategy on a task. See the module comment for the fields.
 ---@param o table
 ---@return table summary
@@ -300,15 +307,7 @@ function runner.run(o)
   local run, err = rundir.create { root = o.root, dir = o.run_dir, strategy = strategy_name:gsub("^.*/", ""):gsub("%.lua$", ""),
     task = task_slug(o.task), options = info, seed = info.seed, model = o.model }
   if not run then input_error("cannot create the run directory: " .. err.message) end
-  local ok, res = pcall(execute, o, run, info, false)
-  close_evaluator(run)
-  if not ok then
-    pcall(run.set_status, run, "failed")
-    run:close()
-    error(res, 0)
-  end
-  run:close()
-  return res
+  return execute_and_close(o, run, info, false)
 end
 
 --- Continue a run that was stopped at any moment: completed nodes are
@@ -321,15 +320,7 @@ function runner.resume(dir, o)
   if not run then input_error("cannot resume " .. tostring(dir) .. ": " .. err.message) end
   local info = run.info.options or {}
   run:event { type = "resume" }
-  local ok, res = pcall(execute, o, run, info, true)
-  close_evaluator(run)
-  if not ok then
-    pcall(run.set_status, run, "failed")
-    run:close()
-    error(res, 0)
-  end
-  run:close()
-  return res
+  return execute_and_close(o, run, info, true)
 end
 
 return runner

@@ -15,18 +15,7 @@ local bench = require "mk.bench"
 
 local sweep = {}
 
-local function read_json(path)
-  local text = fs.read(path)
-  if not text then return nil end
-  local ok, v = pcall(cjson.decode, text)
-  if not ok then return nil end
-  local function clean(x)
-    if x == cjson.null then return nil end
-    if type(x) == "table" then for k, y in pairs(x) do x[k] = clean(y) end end
-    return x
-  end
-  return clean(v)
-end
+local read_json = bench.read_json
 
 local function slug(s)
   s = tostring(s):gsub("[^%w%._=%-]+", "_"):gsub("^_+", ""):gsub("_+$", "")

@@ -3,13 +3,6 @@
 -- iterations steered by a direction drawn from the target's menu. Children
 -- that regress (or fail) may be kept to fill the beam when there are not
 -- enough good ones.
-local function rank(a, b)
-  local ao, bo = a.status == "ok", b.status == "ok"
-  if ao ~= bo then return ao end
-  if ao then return a.metrics.latency_s < b.metrics.latency_s end
-  return a.id < b.id
-end
-
 return {
   defaults = { width = 3, depth = 3, branches = 2, inner_iters = 2, max_fix = 6, tune = true, keep_regressions = true },
   run = function(ctx, opts)
@@ -28,7 +21,7 @@ return {
         local child = best or made[#made]
         if child then children[#children + 1] = child end
       end)
-      table.sort(children, rank)
+      table.sort(children, ctx.better)
       local next_beam = {}
       local seen = {}
       for _, c in ipairs(children) do

@@ -3,13 +3,6 @@
 -- profile: one Auto iteration) or crossover (combine two tournament
 -- winners); the best `population` of parents and children survive. Every
 -- `migrate_every` generations each island's best joins the next island.
-local function better(a, b)
-  local ao, bo = a.status == "ok", b.status == "ok"
-  if ao ~= bo then return ao end
-  if ao then return a.metrics.latency_s < b.metrics.latency_s end
-  return a.id < b.id
-end
-
 return {
   defaults = { population = 4, generations = 3, tournament = 2, crossover = 0.3, islands = 1,
     migrate_every = 2, max_fix = 3, tune = false },
@@ -19,7 +12,7 @@ return {
       local best
       for _ = 1, math.min(opts.tournament, #pop) do
         local c = r:pick(pop)
-        if not best or better(c, best) then best = c end
+        if not best or ctx.better(c, best) then best = c end
       end
       return best
     end
@@ -65,7 +58,7 @@ return {
         local all = {}
         for _, n in ipairs(pops[is] or {}) do all[#all + 1] = n end
         for _, n in ipairs(kids[is] or {}) do all[#all + 1] = n end
-        table.sort(all, better)
+        table.sort(all, ctx.better)
         local seen, keep = {}, {}
         for _, n in ipairs(all) do
           if not seen[n.id] and #keep < opts.population then
@@ -81,7 +74,7 @@ return {
         for is = 1, opts.islands do
           local to = pops[is % opts.islands + 1]
           if bests[is] and #to > 0 then to[#to] = bests[is] end
-          table.sort(to, better)
+          table.sort(to, ctx.better)
         end
       end
     end
