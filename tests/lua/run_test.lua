@@ -82,6 +82,20 @@ t.test("zeroshot, greedy and evolve run end to end on the real evaluator", funct
   end
 end)
 
+t.test("--budget stops a run cleanly with what it has", function()
+  local dir = tmp .. "/budget"
+  local code, out = mk { "run", "parallel", TASK, "--model", "scripted", "--budget", "tokens=3000",
+    "--set", "tests_agent=false", "--set", "tune=false", "--run-dir", dir, "--quiet" }
+  t.ok(code == 0 or code == 1, out)
+  local s = summary(dir)
+  t.contains(tostring(s.budget_exhausted), "tokens")
+  t.ok(s.nodes <= 4, "a 3,000-token budget allows only a few nodes, got " .. s.nodes)
+  t.ok(s.cost.input_tokens + s.cost.output_tokens < 6000, "spending stops soon after the limit")
+  code, out = mk { "run", "parallel", TASK, "--model", "scripted", "--budget", "tokens=lots", "--root", tmp .. "/bad" }
+  t.eq(code, 2)
+  t.contains(out, "budget")
+end)
+
 t.test("the tutorial strategy (a user file) runs and finds a correct kernel", function()
   local dir = tmp .. "/tutorial"
   local code, out = mk { "run", "examples/strategies/sample_then_refine.lua", TASK, "--model", "scripted",
