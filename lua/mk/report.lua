@@ -821,7 +821,7 @@ local function run_sub(run)
   local function add(k, v) if v ~= nil and v ~= "" then bits[#bits + 1] = esc(k) .. " <b>" .. esc(tostring(v)) .. "</b>" end end
   add("strategy", s.strategy or r.strategy)
   add("task", s.task or r.task)
-  add("model", s.model or r.model)
+  add("model", s.model_label or s.model or r.model) -- the label says when it is the scripted test double
   local seed = s.seed or r.seed
   add("seed", math.tointeger(seed) or seed)
   add("status", s.status or r.status or (run.summary and "" or "running / unfinished"))
