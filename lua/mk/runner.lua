@@ -255,8 +255,8 @@ local function execute(o, run, info, resumed)
   summary = run:write_summary(summary) or summary
   summary.run_dir = run.dir
   if best then
-    note(string.format("best: %s %.2fx faster than the baseline (%.3f ms) -> %s/best", best.id,
-      best.metrics.speedup or 0, best.metrics.latency_s * 1000, run.dir))
+    note(string.format("best: %s speedup %.2fx over the baseline (%.3f ms vs %.3f ms) -> %s/best", best.id,
+      best.metrics.speedup or 0, best.metrics.latency_s * 1000, (root.metrics.latency_s or 0) * 1000, run.dir))
   else
     note("no correct kernel found -> " .. run.dir)
   end
