@@ -9,7 +9,7 @@ local M = {}
 function M.run(ctx, a)
   local task = ctx.task
   local node = a.node
-  local err = (node.meta and node.meta.message) or node.error or ""
+  local err = node.error or ""
   if #err > 6000 then err = err:sub(1, 6000) .. "\n[... truncated]" end
   local knowledge = common.knowledge(ctx, err:sub(1, 400))
   local system, user = common.render(ctx, "fix", "fix", {

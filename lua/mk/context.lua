@@ -211,7 +211,6 @@ function Ctx:evaluated(kind, parents, out, extra)
     files = out.files
     res = self:evaluate(files, { tune = extra.tune or false, profile = true })
   end
-  meta.message = res.status ~= "ok" and trim(res.message, 8000) or nil
   meta.profile = res.profile and res.profile.text
   meta.tune = res.tune
   if res.status == "ok" and extra.feedback then
@@ -222,6 +221,8 @@ function Ctx:evaluated(kind, parents, out, extra)
   end
   return {
     parents = parent_ids, kind = kind, files = files, plan = extra.plan, status = res.status,
+    -- the error a failed candidate got: error.txt in its commit, shown by `mkengine show RUN NODE`
+    error = res.status ~= "ok" and trim(res.message, 8000) or nil,
     metrics = { latency_s = res.latency_s, speedup = res.speedup, baseline_latency_s = res.baseline_latency_s,
       correct = res.correct, spread = res.spread, gflops = res.profile and res.profile.gflops,
       gbps = res.profile and res.profile.gbps },
@@ -304,7 +305,7 @@ function Ctx:auto(start, o)
       current, err_feedback = n, nil
       if faster(n, best) then best = n end
     else
-      err_feedback = n.status .. ": " .. trim(n.meta and n.meta.message or "", 3000)
+      err_feedback = n.status .. ": " .. trim(n.error or "", 3000)
     end
   end
   return best, made

@@ -269,7 +269,7 @@ local function execute(o, run, info, resumed)
           entries[#entries + 1] = { task = task.name, target = task.target, status = n.status,
             plan_summary = (n.plan:match("^[^\n]+") or n.plan):sub(1, 200),
             effect = n.status == "ok" and string.format("%.2fx the baseline", n.metrics.speedup or 0)
-              or (n.status .. ": " .. ((n.meta and n.meta.message) or ""):sub(1, 200)) }
+              or (n.status .. ": " .. (n.error or ""):sub(1, 200)) }
         end
       end
       retrieve.learn(entries, { dir = o.kb_learn_dir })

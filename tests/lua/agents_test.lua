@@ -118,7 +118,7 @@ t.test("fix prompt holds the failing code, its status, the error text and the at
   local ctx, parent = ctx_with(c)
   local bad = ctx:step("bad", function()
     return { parents = { parent.id }, kind = "implement", status = "compile_error", files = { ["kernel.c"] = "BROKEN-CODE" },
-      meta = { message = "kernel.c:3: error: expected ';'" } }
+      error = "kernel.c:3: error: expected ';'" }
   end)
   local r = ctx.agents.fix { node = bad, attempt = 2, max_attempts = 6, key = "k" }
   t.eq(r.code, "fixed")
