@@ -100,12 +100,7 @@ function W.stream(_, _, emit)
     if not st.done then
       return nil, { kind = "network", retryable = true, message = "anthropic: the stream ended before message_stop" }
     end
-    return {
-      text = table.concat(st.text), thinking = table.concat(st.thinking),
-      finish_reason = transport.finish_reason(st.finish),
-      usage = { input_tokens = st.input, output_tokens = st.output, thinking_tokens = 0 },
-      model = st.model,
-    }
+    return transport.stream_reply(st, { input_tokens = st.input, output_tokens = st.output, thinking_tokens = 0 })
   end
   return st
 end

@@ -109,12 +109,7 @@ function W.stream(_, _, emit)
     if not st.finish then
       return nil, { kind = "network", retryable = true, message = "gemini: the stream ended before a finishReason" }
     end
-    return {
-      text = table.concat(st.text), thinking = table.concat(st.thinking),
-      finish_reason = transport.finish_reason(st.finish),
-      usage = st.usage or { input_tokens = 0, output_tokens = 0, thinking_tokens = 0 },
-      model = st.model,
-    }
+    return transport.stream_reply(st, st.usage)
   end
   return st
 end

@@ -108,6 +108,17 @@ local FINISH = {
   refusal = "content_filter", PROHIBITED_CONTENT = "content_filter", BLOCKLIST = "content_filter",
   tool_calls = "tool_calls", tool_use = "tool_calls",
 }
+--- The reply assembled by a streaming parser's state (text and thinking
+--- pieces, finish, model) with the usage it collected.
+function M.stream_reply(st, usage)
+  return {
+    text = table.concat(st.text), thinking = table.concat(st.thinking),
+    finish_reason = M.finish_reason(st.finish),
+    usage = usage or { input_tokens = 0, output_tokens = 0, thinking_tokens = 0 },
+    model = st.model,
+  }
+end
+
 function M.finish_reason(raw)
   if type(raw) ~= "string" then return nil end
   return FINISH[raw] or raw:lower()
