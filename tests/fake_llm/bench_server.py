@@ -17,6 +17,8 @@ import os
 import socket
 import sys
 
+import loopback  # sibling module: port file and watchdog
+
 
 async def handle(reader, writer, delay):
     try:
@@ -68,20 +70,14 @@ async def handle(reader, writer, delay):
 async def serve(a, sock, write_port):
     srv = await asyncio.start_server(lambda r, w: handle(r, w, a.delay), sock=sock, backlog=1024)
     if write_port:
-        port = srv.sockets[0].getsockname()[1]
-        with open(a.port_file + ".tmp", "w") as f:
-            f.write("%d %d\n" % (port, os.getpid()))
-        os.rename(a.port_file + ".tmp", a.port_file)
+        loopback.announce(srv.sockets[0].getsockname()[1], a.port_file)
     parent = os.getppid()
     while True:
         await asyncio.sleep(0.5)
         if not write_port and os.getppid() != parent:  # a worker whose server is gone
             sys.exit(0)
-        if a.watch_pid:
-            try:
-                os.kill(a.watch_pid, 0)
-            except OSError:
-                sys.exit(0)
+        if not loopback.alive(a.watch_pid):
+            sys.exit(0)
 
 
 def main():

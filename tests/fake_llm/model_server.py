@@ -14,11 +14,11 @@ GET /_stats -> {"requests": N, "agents": {...}}
 """
 import argparse
 import json
-import os
 import sys
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import loopback  # sibling module: port file and watchdog
 
 STATS = {"requests": 0, "agents": {}}
 LOCK = threading.Lock()
@@ -127,24 +127,8 @@ def main():
     srv.kernel = open(a.kernel).read()
     srv.key = a.key
     port = srv.server_address[1]
-    if a.port_file:
-        tmp = a.port_file + ".tmp"
-        with open(tmp, "w") as f:
-            f.write("%d %d\n" % (port, os.getpid()))
-        os.rename(tmp, a.port_file)
-    else:
-        print(port, flush=True)
-
-    def watch():
-        while True:
-            time.sleep(0.5)
-            if a.watch_pid:
-                try:
-                    os.kill(a.watch_pid, 0)
-                except OSError:
-                    os._exit(0)
-
-    threading.Thread(target=watch, daemon=True).start()
+    loopback.announce(port, a.port_file)
+    loopback.watchdog(a.watch_pid)
     srv.serve_forever()
 
 

@@ -38,13 +38,14 @@ the watched process is gone or after --idle-exit seconds without requests.
 """
 import argparse
 import json
-import os
 import re
 import socket
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import loopback  # sibling module: port file and watchdog
 
 KEY = "sk-test-fake-123"
 LOCK = threading.Lock()
@@ -417,28 +418,8 @@ def main():
     sys.setswitchinterval(0.0002)
     srv = Server(("127.0.0.1", a.port), Handler)
     port = srv.server_address[1]
-    line = "%d %d\n" % (port, os.getpid())
-    if a.port_file:
-        tmp = a.port_file + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(line)
-        os.rename(tmp, a.port_file)
-    else:
-        sys.stdout.write(line)
-        sys.stdout.flush()
-
-    def watchdog():
-        while True:
-            time.sleep(0.5)
-            if a.watch_pid:
-                try:
-                    os.kill(a.watch_pid, 0)
-                except OSError:
-                    os._exit(0)
-            if time.time() - LAST[0] > a.idle_exit:
-                os._exit(0)
-
-    threading.Thread(target=watchdog, daemon=True).start()
+    loopback.announce(port, a.port_file)
+    loopback.watchdog(a.watch_pid, a.idle_exit, LAST)
     try:
         srv.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:
