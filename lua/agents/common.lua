@@ -49,8 +49,7 @@ end
 --- plus the list of what was used (recorded with the node).
 function common.knowledge(ctx, query)
   if ctx.opts.kb == false then return nil, {} end
-  local ok, retrieve = pcall(require, "mk.retrieve")
-  if not ok then return nil, {} end
+  local retrieve = require "mk.retrieve"
   local passages = retrieve.passages(query, { k = ctx.opts.kb_k or 3, max_chars = ctx.opts.kb_chars or 2500,
     extra_dirs = ctx.opts.kb_dirs, target = ctx.task.target })
   if not passages or #passages == 0 then return nil, {} end

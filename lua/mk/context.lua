@@ -298,7 +298,7 @@ function Ctx:auto(start, o)
       end)
       if tuned then
         made[#made + 1] = tuned
-        if faster(tuned, n) or (tuned.status == "ok" and not faster(n, tuned)) then n = tuned end
+        if tuned.status == "ok" and not faster(n, tuned) then n = tuned end -- tuned and not slower
       end
     end
     if n.status == "ok" then

@@ -91,8 +91,7 @@ local function make_client(model, llm_config, cache)
     input_error("no model: pass --model PROVIDER:MODEL (openai:..., gemini:..., anthropic:..., exec:COMMAND) " ..
       "or --model scripted for the offline scripted test model")
   end
-  local llm = require "mk.llm"
-  if model == "scripted" then require "mk.llm.scripted" end
+  local llm = require "mk.llm" -- loads mk.llm.scripted itself for --model scripted
   local ok, client, err = pcall(llm.from_spec, model, { config_file = llm_config, cache = cache })
   if not ok then input_error("bad model spec '" .. model .. "': " .. tostring(client)) end
   if not client then input_error("bad model spec '" .. model .. "': " .. tostring(err and err.message or err)) end
@@ -142,17 +141,8 @@ local function execute(o, run, info, resumed)
   local cache = info.llm_cache or (info.model ~= "scripted" and "rw" or "off")
   local client, llm = make_client(info.model, info.llm_config, cache)
 
-  local progress
-  do
-    local okp, prog = pcall(require, "mk.progress")
-    if okp then
-      progress = prog.new { quiet = o.quiet, json = o.json, label = info.strategy .. " " .. task.name }
-    end
-  end
-  local function note(msg)
-    if progress and progress.note then progress:note(msg)
-    elseif not o.quiet and not o.json then io.stderr:write(msg, "\n") end
-  end
+  local progress = require("mk.progress").new { quiet = o.quiet, json = o.json, label = info.strategy .. " " .. task.name }
+  local function note(msg) progress:note(msg) end
   local budget
   if info.budget then
     local b = require "mk.budget"
@@ -162,7 +152,7 @@ local function execute(o, run, info, resumed)
     budget = b.new(limits)
   end
 
-  if progress then -- every event of the run also feeds the status line (or --json)
+  do -- every event of the run also feeds the status line (or --json)
     local append = run.event
     run.event = function(self, e)
       append(self, e)
@@ -261,21 +251,19 @@ local function execute(o, run, info, resumed)
     note("no correct kernel found -> " .. run.dir)
   end
   if o.kb_learn then
-    local okr, retrieve = pcall(require, "mk.retrieve")
-    if okr and retrieve.learn then
-      local entries = {}
-      for _, n in ipairs(run.graph:nodes()) do
-        if n.kind ~= "reference" and n.plan and n.plan:find("%S") then
-          entries[#entries + 1] = { task = task.name, target = task.target, status = n.status,
-            plan_summary = (n.plan:match("^[^\n]+") or n.plan):sub(1, 200),
-            effect = n.status == "ok" and string.format("%.2fx the baseline", n.metrics.speedup or 0)
-              or (n.status .. ": " .. (n.error or ""):sub(1, 200)) }
-        end
+    local entries = {}
+    for _, n in ipairs(run.graph:nodes()) do
+      if n.kind ~= "reference" and n.plan and n.plan:find("%S") then
+        entries[#entries + 1] = { task = task.name, target = task.target, status = n.status,
+          plan_summary = (n.plan:match("^[^\n]+") or n.plan):sub(1, 200),
+          effect = n.status == "ok" and string.format("%.2fx the baseline", n.metrics.speedup or 0)
+            or (n.status .. ": " .. (n.error or ""):sub(1, 200)) }
       end
-      retrieve.learn(entries, { dir = o.kb_learn_dir })
     end
+    local wrote, lerr = require("mk.retrieve").learn(entries, { dir = o.kb_learn_dir })
+    if not wrote then note("kb-learn: nothing written: " .. tostring(lerr and lerr.message or lerr)) end
   end
-  if progress and progress.finish then progress:finish() end
+  progress:finish()
   return summary
 end
 

@@ -193,10 +193,7 @@ function Semaphore:acquire()
     self.count = self.count - 1
     return
   end
-  local ok, err = pcall(wait_in, self.waiters)
-  if not ok then
-    error(err, 0)
-  end
+  wait_in(self.waiters) -- on cancellation it leaves the queue and re-raises
 end
 
 function Semaphore:release()

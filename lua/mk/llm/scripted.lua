@@ -96,7 +96,6 @@ function M.call(_, req)
   }
 end
 
-local ok, llm = pcall(require, "mk.llm")
-if ok and llm.register_provider then llm.register_provider("scripted", M) end
+require("mk.llm").register_provider("scripted", M)
 
 return M
