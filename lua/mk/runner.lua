@@ -172,6 +172,7 @@ local function execute(o, run, info, resumed)
   local ctx = context.new { task = task, graph = run.graph, run = run, eval = ev, llm = client, opts = opts,
     seed = info.seed or 0, budget = budget, log = function(msg) note(msg) end }
   ctx.started = task_lib.now()
+  run.spent = function() return ctx:spent() end -- recorded with each node event
 
   -- frozen tests, after the tests agent proposed extra shapes (recorded in
   -- run.json, so a resumed run freezes the same suite)
