@@ -618,6 +618,7 @@ function compare.run(strategies, opts)
       runs = runs, compiled = agg.compiled, correct = agg.correct, geomean_speedup = agg.geomean_speedup,
       geomean_speedup_floored = agg.geomean_speedup_floored, fast_p = agg.fast_p,
       spent = spent, spent_within_budget = spent_cut, runs_cut = cut_runs, unverified_runs = unverified,
+      run_budget = type(s.results.options) == "table" and s.results.options.budget or nil,
     }
   end
   local a = strategies[1]
@@ -702,6 +703,8 @@ function compare.format(result)
       s.spent.device_s or 0)
   end
   L[#L + 1] = "(figures at the budget: each run counts the best kernel found within it; tokens, USD, device: what the runs spent in all)"
+  local note = compare.run_budget_note(result.strategies)
+  if note then L[#L + 1] = note end
   for _, p in ipairs(result.pairs) do
     L[#L + 1] = ""
     L[#L + 1] = string.format("%s vs %s: per task, ratio of median-repeat speedups %s/%s (failed = 1.0)", p.b, p.a, p.b, p.a)
@@ -723,6 +726,21 @@ function compare.format(result)
   return table.concat(L, "\n") .. "\n"
 end
 
+--- A note when the benches ran under different `--budget`s (a run stopped
+--- by a smaller one could not use the compared budget), else nil.
+function compare.run_budget_note(strategies)
+  local texts, differ = {}, false
+  for i, s in ipairs(strategies) do
+    texts[i] = type(s.run_budget) == "table" and next(s.run_budget) and compare.budget_text(s.run_budget) or "no limit"
+    if texts[i] ~= texts[1] then differ = true end
+  end
+  if not differ then return nil end
+  local bits = {}
+  for i, s in ipairs(strategies) do bits[i] = s.name .. ": " .. texts[i] end
+  return "note: the benches ran under different --budget limits (" .. table.concat(bits, "; ")
+    .. "); a run stopped by its own limit could not spend up to the compared budget"
+end
+
 -- A forest plot of per-task ratios with their intervals on a log axis, the
 -- overall geomean and its interval last.
 local function forest_svg(rows, overall, esc)
@@ -735,9 +753,14 @@ local function forest_svg(rows, overall, esc)
   local H = T + n * rowh + 34
   local function X(x) return L + math.log(x / lo) / math.log(hi / lo) * (W - L - R) end
   local out = { string.format('<svg class="chart forest" viewBox="0 0 %d %d" width="%d" height="%d" role="img">', W, H, W, H) }
-  local ticks = {}
-  for _, v in ipairs({ 0.1, 0.2, 0.25, 0.5, 0.67, 0.8, 0.9, 1, 1.1, 1.25, 1.5, 2, 3, 4, 5, 10, 20 }) do
-    if v >= lo and v <= hi then ticks[#ticks + 1] = v end
+  -- the finest tick set that keeps at most 9 labels on the axis
+  local ticks
+  for _, set in ipairs({ { 0.5, 0.67, 0.8, 0.9, 1, 1.1, 1.25, 1.5, 2 }, { 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 4 },
+                         { 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100 }, { 0.001, 0.01, 0.1, 1, 10, 100, 1000 } }) do
+    ticks = {}
+    for _, v in ipairs(set) do if v >= lo and v <= hi then ticks[#ticks + 1] = v end end
+    local covers = set[1] <= lo and set[#set] >= hi
+    if covers and #ticks <= 9 then break end
   end
   for _, v in ipairs(ticks) do
     out[#out + 1] = string.format('<line class="%s" x1="%.1f" x2="%.1f" y1="%d" y2="%d"/><text class="tick" x="%.1f" y="%d" '
@@ -795,8 +818,18 @@ function compare.html(result, curves)
       s.runs_cut, s.runs, s.unverified_runs, tok(c), c.usd or 0, c.llm_s or 0, c.device_s or 0, c.wall_s or 0)
   end
   P[#P + 1] = "</table>"
-  P[#P + 1] = "<h2>Anytime curves</h2><p class=\"sub\">geomean over tasks of the median repeat's best verified speedup "
-    .. "(failed = 1.0) within a budget per run; band: lowest to highest suite geomean over repeats</p><div class=\"charts\">"
+  local note = compare.run_budget_note(result.strategies)
+  if note then P[#P + 1] = '<p class="sub">' .. esc(note) .. "</p>" end
+  P[#P + 1] = "<h2>Anytime curves</h2><p class=\"sub\">geomean over tasks of the median repeat's best correct speedup "
+    .. "(failed = 1.0) within a budget per run; band: lowest to highest suite geomean over repeats</p>"
+  local unv, runs = 0, 0
+  for _, s in ipairs(result.strategies) do unv, runs = unv + s.unverified_runs, runs + s.runs end
+  if unv > 0 then
+    P[#P + 1] = string.format("<p class=\"sub\"><b>unverified nodes:</b> the runner re-checks only a run's final best "
+      .. "kernel on held-out inputs; %d of %d runs count, at the budget, a node that check never saw, and the curves "
+      .. "count such nodes too (nodes that failed it never count)</p>", unv, runs)
+  end
+  P[#P + 1] = "<div class=\"charts\">"
   for _, r in ipairs(compare.RESOURCES) do
     local by = curves and curves[r]
     if by then
@@ -811,7 +844,8 @@ function compare.html(result, curves)
       end
       local vl = result.budget.limits[r] and { { x = result.budget.limits[r], label = "budget" } } or nil
       P[#P + 1] = "<figure>" .. report.svg_chart { series = series, step = true, xlog = true, hlines = { 1 }, vlines = vl,
-        xlabel = RES_LABEL[r], ylabel = "best speedup (×)" } .. "<figcaption>" .. esc(RES_LABEL[r]) .. "</figcaption></figure>"
+        xlabel = RES_LABEL[r], ylabel = "best speedup (×)" } .. "<figcaption>best correct speedup within a budget of "
+        .. esc(RES_LABEL[r]) .. "</figcaption></figure>"
     end
   end
   P[#P + 1] = "</div>"

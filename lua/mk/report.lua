@@ -468,8 +468,10 @@ function report.svg_chart(spec)
   end
   for _, v in ipairs(spec.vlines or {}) do
     if usable(v.x) and v.x >= xmin and v.x <= xmax then
+      local x = X(v.x)
       out[#out + 1] = string.format('<line class="hline" x1="%.1f" x2="%.1f" y1="%d" y2="%d"/>'
-        .. '<text class="tick" x="%.1f" y="%d" text-anchor="middle">%s</text>', X(v.x), X(v.x), T, H - B, X(v.x), T + 8, esc(v.label or ""))
+        .. '<text class="tick" x="%.1f" y="%d" text-anchor="%s">%s</text>', x, x, T, H - B, x - 3, T + 8,
+        x > W - R - 40 and "end" or "middle", esc(v.label or ""))
     end
   end
   for i, s in ipairs(spec.series) do

@@ -8,6 +8,7 @@ local t = dofile("tests/lua/lib/t.lua")
 local cjson = require "cjson"
 local fs = require "mk.fs"
 local proc = require "mk.proc"
+local task = require "mk.task"
 local compare = require "mk.compare"
 
 local MK = fs.realpath((os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine")
@@ -273,6 +274,12 @@ t.test("the verdict claims a direction only when the interval excludes 1.0", fun
     "4 runs count a node the held-out check never saw")
 end)
 
+t.test("benches run under different --budget limits get a note, equal ones none", function()
+  t.eq(compare.run_budget_note({ { name = "a", run_budget = { tokens = 20000 } }, { name = "b", run_budget = { tokens = 20000 } } }), nil)
+  t.contains(compare.run_budget_note({ { name = "a", run_budget = { tokens = 20000 } }, { name = "b" } }),
+    "(a: 20 k tokens per run; b: no limit)")
+end)
+
 t.test("suggest_repeats: decided, more tasks needed, or a repeat count", function()
   t.eq(compare.suggest_repeats({ geomean_ratio = 1.2, ci_low = 1.1, ci_high = 1.3, tasks_only = { low = 1.15, high = 1.25 } }, 3).decided, true)
   local s = compare.suggest_repeats({ geomean_ratio = 1.1, ci_low = 0.9, ci_high = 1.3, tasks_only = { low = 0.95, high = 1.25 } }, 3)
@@ -373,6 +380,39 @@ t.test("different suites, missing tasks and incomplete benches exit 2 saying why
   code, _, err = mk { "compare", DA, tmp .. "/nope" }
   t.eq(code, 2)
   t.contains(err, "does not exist")
+end)
+
+t.test("two small real benches of the cpu suite on the scripted model compare end to end", function()
+  local base = { "--model", "scripted", "--repeat", "2", "--task", "rmsnorm", "--task", "softmax",
+    "--set", "tune=false", "--concurrency", "4", "--quiet" }
+  -- both benches at once, each running its 4 runs at once: minutes, not ten
+  local function bench(strategy, out, extra)
+    local argv = { "bench", "examples/suites/cpu", strategy, "--out", out }
+    for _, a in ipairs(base) do argv[#argv + 1] = a end
+    for _, a in ipairs(extra) do argv[#argv + 1] = a end
+    return task.spawn(function() return { mk(argv) } end)
+  end
+  local hs = { bench("parallel", tmp .. "/real-par", { "--set", "trajectories=2", "--set", "iters=2" }),
+    bench("beam", tmp .. "/real-beam", { "--set", "width=2", "--set", "depth=1", "--set", "inner_iters=1" }) }
+  for _, res in ipairs(task.gather(hs)) do t.eq(res[1], 0, tostring(res[2]) .. tostring(res[3])) end
+  local code, out, err = mk { "compare", tmp .. "/real-par", tmp .. "/real-beam", "--json", "-o", tmp .. "/real.html" }
+  t.eq(code, 0, err)
+  local r = cjson.decode(out)
+  t.eq(r.pairs[1].tasks, 2)
+  t.eq(r.pairs[1].wins + r.pairs[1].ties + r.pairs[1].losses, 2)
+  t.ok(r.pairs[1].ci_low <= r.pairs[1].geomean_ratio and r.pairs[1].geomean_ratio <= r.pairs[1].ci_high)
+  t.eq(r.budget.source, "default")
+  t.ok(r.budget.limits.tokens > 0, "scripted runs spend tokens")
+  for _, s in ipairs(r.strategies) do
+    t.eq(s.runs, 4)
+    t.ok(s.spent.tokens > 0)
+  end
+  -- real node events carry `spent`, so device seconds are a usable budget
+  local c2, out2, err2 = mk { "compare", tmp .. "/real-par", tmp .. "/real-beam", "--budget", "device_s=1h" }
+  t.eq(c2, 0, err2)
+  t.contains(out2, "verdict: ")
+  local html = assert(fs.read(tmp .. "/real.html"))
+  t.contains(html, "device seconds per run")
 end)
 
 local code = t.run()
