@@ -1,4 +1,4 @@
--- mk.compare and `mkengine compare` with known answers: synthetic bench
+-- mk.study.compare and `mkengine compare` with known answers: synthetic bench
 -- directories (hand-written events.jsonl, summary.json, results.json)
 -- whose per-task ratios, geomeans and bootstrap intervals are computed by
 -- hand in the comments, including a task one side never solves, a budget
@@ -8,8 +8,8 @@ local t = dofile("tests/lua/lib/t.lua")
 local cjson = require "cjson"
 local fs = require "mk.fs"
 local proc = require "mk.proc"
-local task = require "mk.task"
-local compare = require "mk.compare"
+local task = require "mk.services.task"
+local compare = require "mk.study.compare"
 
 local MK = fs.realpath((os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine")
 local tmp = fs.tmpdir("mk-compare-test-")

@@ -44,7 +44,7 @@ function M.run(args)
   if #pos < 2 then cli.usage_error("need at least two bench directories", M.usage) end
   local n = opts.replicates and math.tointeger(opts.replicates)
   if opts.replicates and (not n or n < 1) then cli.usage_error("--replicates needs an integer >= 1", M.usage) end
-  local compare = require "mk.compare"
+  local compare = require "mk.study.compare"
   local budget
   if opts.budget then
     local err
