@@ -267,12 +267,24 @@ local function execute(o, run, info, resumed)
   return summary
 end
 
+-- The status a run that ended with error `err` keeps: "stopped" when a
+-- signal stopped the engine, else "failed".
+local function end_status(run, err)
+  local sig = task_lib.signal()
+  if sig or err == task_lib.CANCELLED then
+    pcall(run.event, run, { type = "stopped", signal = sig })
+    return "stopped"
+  end
+  return "failed"
+end
+
 -- Execute a run and release what it holds (evaluator work directories, the
--- run lock) whatever happens; a failure marks the run failed and re-raises.
+-- run lock) whatever happens; a failure marks the run failed (or stopped)
+-- and re-raises.
 local function execute_and_close(o, run, info, resumed)
   local ok, res = pcall(execute, o, run, info, resumed)
   if run.evaluator and run.evaluator.close then pcall(run.evaluator.close, run.evaluator) end
-  if not ok then pcall(run.set_status, run, "failed") end
+  if not ok then pcall(run.set_status, run, end_status(run, res)) end
   run:close()
   if not ok then error(res, 0) end
   return res
