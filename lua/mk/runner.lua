@@ -143,13 +143,15 @@ local function execute(o, run, info, resumed)
 
   local progress = require("mk.progress").new { quiet = o.quiet, json = o.json, label = info.strategy .. " " .. task.name }
   local function note(msg) progress:note(msg) end
+  -- what earlier sessions spent (a resumed run): budget and summary count it
+  local prior = require("mk.search.ledger").read(run:path("events.jsonl"))
   local budget
   if info.budget then
     local b = require "mk.budget"
     local limits, berr = info.budget, nil
     if type(limits) == "string" then limits, berr = b.parse(limits) end
     if not limits then input_error("bad --budget: " .. berr.message) end
-    budget = b.new(limits)
+    budget = b.new(limits, { used = { wall_s = prior.wall_s } })
   end
 
   do -- every event of the run also feeds the status line (or --json)
@@ -170,7 +172,7 @@ local function execute(o, run, info, resumed)
     timeout = info.timeout })
   run.evaluator = ev -- closed by run/resume whatever happens (it owns temporary work directories)
   local ctx = context.new { task = task, graph = run.graph, run = run, eval = ev, llm = client, opts = opts,
-    seed = info.seed or 0, budget = budget, log = function(msg) note(msg) end }
+    seed = info.seed or 0, budget = budget, prior = prior, log = function(msg) note(msg) end }
   ctx.started = task_lib.now()
 
   -- frozen tests, after the tests agent proposed extra shapes (recorded in
@@ -237,7 +239,7 @@ local function execute(o, run, info, resumed)
     best = summarize_node(best) or require("cjson").null,
     model = info.model, model_label = client.label, seed = info.seed, options = opts,
     cost = { input_tokens = spent.input_tokens, output_tokens = spent.output_tokens, usd = spent.usd,
-      llm_s = spent.llm_s, device_s = spent.device_s, wall_s = spent.wall_s, calls = totals.calls },
+      llm_s = spent.llm_s, device_s = spent.device_s, wall_s = spent.wall_s, calls = (totals.calls or 0) + prior.calls },
     budget_exhausted = select(2, ctx:exhausted()),
     resumed = resumed or nil,
   }

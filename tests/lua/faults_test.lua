@@ -112,6 +112,54 @@ t.test("directories a SIGKILLed engine left are swept at the next start; others 
   workdir.release(live_in, live_lock)
 end)
 
+-- tokens of every model call the run's event log records (all sessions)
+local function ledger_tokens(dir)
+  local n = 0
+  for line in (fs.read(dir .. "/events.jsonl") or ""):gmatch("[^\n]+") do
+    local e = cjson.decode(line)
+    if e.type == "llm" then n = n + e.input_tokens + e.output_tokens end
+  end
+  return n
+end
+
+t.test("a budget holds across kill + resume: earlier sessions' spending counts, the summary sums them", function()
+  local dir = tmp .. "/budget"
+  local LIMIT = 12000
+  local args = { "run", "parallel", TASK, "--model", "scripted", "--set", "trajectories=1", "--set", "iters=12",
+    "--set", "tune=false", "--set", "tests_agent=false", "--budget", "tokens=" .. LIMIT, "--run-dir", dir, "--quiet" }
+  local pid, wait = spawn(args, tmp, "budget")
+  -- kill -9 once most of the budget is spent: a resume that forgot it would spend a whole budget again
+  local t0 = task.now()
+  while ledger_tokens(dir) < 0.75 * LIMIT do
+    if task.now() - t0 > 300 then error("the run did not spend its budget") end
+    task.sleep(0.05)
+  end
+  os.execute("kill -9 " .. pid)
+  wait(60)
+  local before = ledger_tokens(dir)
+  local code, out = sh(string.format("%s resume %s --quiet", q(MK), q(dir)))
+  t.ok(code == 0 or code == 1, out)
+  local s1 = read_json(dir .. "/summary.json")
+  local total = ledger_tokens(dir)
+  -- at most the budget plus the step in flight at the kill (recomputed) and the one that crossed the limit
+  t.ok(total <= LIMIT + 5500, string.format("spent %d tokens in all (%d before the kill) for a %d budget",
+    total, before, LIMIT))
+  t.contains(tostring(s1.budget_exhausted), "tokens")
+  -- the summary counts every session, not only the last
+  t.eq(s1.cost.input_tokens + s1.cost.output_tokens, total)
+  t.ok(s1.cost.device_s > 0)
+  -- resuming the finished run spends nothing and forgets nothing
+  code, out = sh(string.format("%s resume %s --quiet", q(MK), q(dir)))
+  t.ok(code == 0 or code == 1, out)
+  local s2 = read_json(dir .. "/summary.json")
+  t.eq(ledger_tokens(dir), total)
+  t.eq(s2.cost.input_tokens, s1.cost.input_tokens)
+  t.eq(s2.cost.output_tokens, s1.cost.output_tokens)
+  t.near(s2.cost.device_s, s1.cost.device_s, 1e-6)
+  t.ok(s2.cost.wall_s >= s1.cost.wall_s)
+  t.eq(s2.cost.calls, s1.cost.calls)
+end)
+
 local code = t.run()
 fs.rm_rf(tmp)
 return code
