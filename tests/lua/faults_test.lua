@@ -4,7 +4,7 @@
 -- endless task.lua, invalid UTF-8 from a candidate, corrupt inputs.
 local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
-local task = require "mk.task"
+local task = require "mk.services.task"
 local cjson = require "cjson"
 
 local MK = fs.realpath((os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine")

@@ -37,7 +37,7 @@ function M.run(args)
   if o.llm_cache and not ({ rw = true, ro = true, off = true })[o.llm_cache] then
     cli.usage_error("--llm-cache must be rw, ro or off", M.usage)
   end
-  local llm = require "mk.llm"
+  local llm = require "mk.services.llm"
   local copts = { config_file = o.llm_config, cache = o.llm_cache }
   if o.timeout then -- the whole call: every attempt and the wait between them
     copts.timeout, copts.give_up_after, copts.stall_timeout = o.timeout, o.timeout, math.min(60, o.timeout)
