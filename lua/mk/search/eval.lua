@@ -75,8 +75,14 @@ function M.new(task, opts)
   self.task = task
   self.target = targets.get(task.target)
   self.opts = opts
-  self.root = opts.workdir or fs.tmpdir("mkeval-" .. task.name)
-  fs.mkdirs(self.root)
+  if opts.workdir then
+    self.root = opts.workdir
+    fs.mkdirs(self.root)
+  else -- a marked directory: removed on any exit, swept after a SIGKILL
+    local workdir = require "mk.services.workdir"
+    workdir.sweep_once()
+    self.root, self.root_lock = assert(workdir.new("mkeval-" .. task.name))
+  end
   self.tests_dir = opts.tests_dir or (self.root .. "/tests")
   self.jobs = task_lib.semaphore(opts.jobs or 2)
   self.device = device_lock(self.target.device_key or task.target)
@@ -322,6 +328,7 @@ end
 function Evaluator:close()
   -- frozen files are read-only, but their directories are not: rm_rf works
   if self.root and not self.opts.workdir and not self.opts.keep then fs.rm_rf(self.root) end
+  if self.root_lock then self.root_lock:unlock(); self.root_lock = nil end
 end
 
 return M
