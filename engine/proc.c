@@ -1108,13 +1108,16 @@ static int c_gc(lua_State *L) {
   return 0;
 }
 
-/* proc.spawn{argv, cwd, env, clear_env, limits, max_stderr, scrub_env,
+/* proc.spawn{argv, cwd, env, clear_env, limits, max_stderr, stdin, scrub_env,
  * give_cwd, switches_user} -> handle | nil, {kind = "spawn", message}.
  * Does not wait: may be called outside a task (its handle's waits may not). */
 static int l_spawn(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
   double max_stderr = opt_number(L, 1, "max_stderr", (double)DEFAULT_MAX_STDERR);
+  const char *in_mode = opt_string(L, 1, "stdin");
+  int inherit_in = in_mode && strcmp(in_mode, "inherit") == 0;
+  if (in_mode && !inherit_in) return luaL_error(L, "proc.spawn: 'stdin' may only be \"inherit\"");
   spec sp = {.fn = "proc.spawn"};
   if (parse_spec(L, &sp)) return 2;
   uv_loop_t *loop = mk_loop(L);
@@ -1131,8 +1134,13 @@ static int l_spawn(lua_State *L) {
   c->timer.data = c->in.data = c->out.data = c->err.data = c->rep.data = c->proc.data = c;
   c->handles = 6;
   uv_stdio_container_t stdio[4];
-  stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
-  stdio[0].data.stream = (uv_stream_t *)&c->in;
+  if (inherit_in) {
+    stdio[0].flags = UV_INHERIT_FD;
+    stdio[0].data.fd = 0;
+  } else {
+    stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
+    stdio[0].data.stream = (uv_stream_t *)&c->in;
+  }
   stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
   stdio[1].data.stream = (uv_stream_t *)&c->out;
   stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
@@ -1164,6 +1172,7 @@ static int l_spawn(lua_State *L) {
     push_spawn_error(L, sp.prog, uv_strerror(r));
     return 2;
   }
+  if (inherit_in) child_close(c, (uv_handle_t *)&c->in);
   uv_read_start((uv_stream_t *)&c->err, on_alloc, child_on_read);
   uv_read_start((uv_stream_t *)&c->rep, on_alloc, child_on_read);
   c->reading = 1;
