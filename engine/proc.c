@@ -1,5 +1,5 @@
 /* proc.c: `mk.proc`, subprocesses for the engine: uv_spawn behind the
- * mk-exec wrapper (targets/proc/mk-exec.c), which gives the child its own
+ * mk-exec wrapper (engine/exec/mk-exec.c), which gives the child its own
  * process group, resource limits and exact rusage. One op per run; the op
  * finishes only after the wrapper exited and stdout, stderr and the report
  * socket reached EOF (or were closed after a grace period), so no handle
@@ -7,7 +7,7 @@
  * the whole tree (SIGTERM), then kills both process groups itself if the
  * wrapper does not go within a second. Also proc.spawn: a long-lived child
  * with stdin/stdout open for a line protocol (below). Mechanism only: the
- * sandbox's command line is built in Lua (mk.sandbox.apply) and arrives
+ * sandbox's command line is built in Lua (mk.services.sandbox.apply) and arrives
  * here as a plain argv. */
 #include "mk.h"
 
@@ -476,13 +476,13 @@ typedef struct {
 
 /* Parse the options table at index 1. Argument mistakes raise; a runtime
  * failure (no wrapper, no program, no cwd) pushes nil, err and returns 2,
- * else returns 0. The wrapped argv is the caller's business (mk.sandbox.apply
+ * else returns 0. The wrapped argv is the caller's business (mk.services.sandbox.apply
  * in Lua): C only sees the final command line and three flags that a
  * sandbox sets: scrub_env, give_cwd, switches_user. */
 static int parse_spec(lua_State *L, spec *sp) {
   const char *fn = sp->fn;
   if (lua_getfield(L, 1, "sandbox") != LUA_TNIL)
-    return luaL_error(L, "%s: 'sandbox' is applied in Lua: %s(require('mk.sandbox').apply(opts))", fn, fn);
+    return luaL_error(L, "%s: 'sandbox' is applied in Lua: %s(require('mk.services.sandbox').apply(opts))", fn, fn);
   lua_pop(L, 1);
   int argt = lua_gettop(L) + 1;
   if (lua_getfield(L, 1, "argv") != LUA_TTABLE)

@@ -1,9 +1,9 @@
--- mk.sandbox: what candidate code can and cannot see or touch inside
+-- mk.services.sandbox: what candidate code can and cannot see or touch inside
 -- bubblewrap, run through proc.run(sandbox.apply{sandbox = ...}); and the loud fallback.
 local t = dofile("tests/lua/lib/t.lua")
 local proc = require "mk.proc"
-local sandbox = require "mk.sandbox"
-local task = require "mk.task"
+local sandbox = require "mk.services.sandbox"
+local task = require "mk.services.task"
 local fs = require "mk.fs"
 
 local root = fs.realpath(fs.tmpdir("sandbox-test"))
@@ -154,7 +154,7 @@ end)
 t.test("sandbox/secrets in the engine's environment do not reach sandboxed code", function()
   local exe = (os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine"
   local script = root .. "/env.lua"
-  fs.write(script, "local r = require('mk.proc').run(require('mk.sandbox').apply{argv = {'env'}, " ..
+  fs.write(script, "local r = require('mk.proc').run(require('mk.services.sandbox').apply{argv = {'env'}, " ..
     "sandbox = {workdir = " .. string.format("%q", work) .. "}, env = {PASSED_TOKEN = 'given'}})\nio.write(r.stdout)\n")
   local r = proc.run { argv = { exe, "script", script }, timeout = 60,
     env = { OPENAI_API_KEY = "sk-leak", gh_token = "t-leak", MY_SECRET_X = "s-leak", KEEP_ME = "kept" } }
@@ -168,7 +168,7 @@ t.test("sandbox/without bubblewrap: argv unchanged and one loud warning", functi
   local exe = (os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine"
   local script = root .. "/fallback.lua"
   fs.write(script, [[
-local sandbox = require "mk.sandbox"
+local sandbox = require "mk.services.sandbox"
 local ok, why = sandbox.available()
 local a = sandbox.wrap({ "echo", "hi" }, { workdir = "/tmp" })
 sandbox.wrap({ "echo", "again" }, { workdir = "/tmp" })

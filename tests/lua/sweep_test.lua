@@ -1,10 +1,10 @@
--- mk.sweep: a script over 4 configurations with an injected runner, the
+-- mk.study.sweep: a script over 4 configurations with an injected runner, the
 -- results table, resuming a sweep, errors, and the HTML report of it.
 local t = dofile("tests/lua/lib/t.lua")
 local cjson = require "cjson"
 local fs = require "mk.fs"
-local task = require "mk.task"
-local sweep = require "mk.sweep"
+local task = require "mk.services.task"
+local sweep = require "mk.study.sweep"
 local fakerun = dofile("tests/lua/lib/fakerun.lua")
 
 local tmp = fs.tmpdir("mk-sweep-test-")
@@ -109,7 +109,7 @@ t.test("a failing run is an error entry; a failing script returns script_error w
 end)
 
 t.test("the sweep's report has one tree per run entry", function()
-  local report = require "mk.report"
+  local report = require "mk.study.report"
   local html = report.html(assert(report.load(out)))
   local _, n = html:gsub('<svg class="tree"', "")
   t.eq(n, 4)

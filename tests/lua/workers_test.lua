@@ -6,10 +6,10 @@ local t = dofile("tests/lua/lib/t.lua")
 local daemons = dofile("tests/lua/lib/daemons.lua")
 local fs = require "mk.fs"
 local proc = require "mk.proc"
-local task = require "mk.task"
+local task = require "mk.services.task"
 local cjson = require "cjson"
-local pool_lib = require "mk.pool"
-local eval = require "mk.eval"
+local pool_lib = require "mk.search.pool"
+local eval = require "mk.search.eval"
 
 local MK = fs.realpath((os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine")
 local TASK = "tests/tasks/rmsnorm_small"

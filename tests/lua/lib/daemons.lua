@@ -6,7 +6,7 @@
 -- proc.spawn, so it dies with its handle, with stop(), or with the test.
 local fs = require "mk.fs"
 local proc = require "mk.proc"
-local task = require "mk.task"
+local task = require "mk.services.task"
 
 local M = {}
 
