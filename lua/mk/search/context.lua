@@ -227,6 +227,7 @@ function Ctx:evaluated(kind, parents, out, extra)
   end
   meta.profile = res.profile and res.profile.text
   meta.tune = res.tune
+  meta.worker = res.worker -- where it was evaluated (with --workers)
   if res.status == "ok" and extra.feedback then
     local fb = self.agents.profile { profile = res.profile, code = out.code,
       metrics = { status = "ok", metrics = res }, key = extra.key or kind }

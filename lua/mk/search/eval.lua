@@ -90,7 +90,19 @@ function M.new(task, opts)
   self.seed = opts.seed or 0
   self.builds = 0
   self.cache = {}
+  self.pool = opts.pool -- an mk.search.pool: every method below runs on its workers
   return self
+end
+
+-- Through a worker pool (mk.search.pool): the same method on a worker's own
+-- evaluator for this task, with this evaluator's options.
+function Evaluator:_remote(op, files, opts)
+  local eo = {}
+  for k, v in pairs(self.opts) do
+    if k ~= "pool" and k ~= "tests_dir" and k ~= "workdir" and k ~= "keep" then eo[k] = v end
+  end
+  eo.test_sizes = self.task.test_sizes
+  return self.pool:request(self.task, op, files, opts, eo)
 end
 
 function Evaluator:_shared(fn, ...)
@@ -103,6 +115,10 @@ function Evaluator:_exclusive(fn, ...) return with_exclusive(self.device, fn, ..
 --- Freeze the tests (idempotent; verifies the manifest when it exists).
 function Evaluator:freeze()
   if self.frozen then return self.frozen end
+  if self.pool then
+    self.frozen = self:_remote("freeze")
+    return self.frozen
+  end
   local r = self:_exclusive(self.target.freeze, self.task, self.tests_dir,
     { threads = self.opts.threads, bench_sizes = self.opts.bench_sizes, llc_bytes = self.opts.llc_bytes })
   if r.status ~= "ok" then error(setmetatable({ kind = "freeze", message = r.message },
@@ -123,6 +139,10 @@ end
 --- The reference's benchmark (memoised): {latency_s, spread, ...}.
 function Evaluator:baseline()
   if self.base then return self.base end
+  if self.pool then
+    self.base = self:_remote("baseline")
+    return self.base
+  end
   self:freeze()
   local r = self:_exclusive(self.target.baseline, self.task,
     self:_bench_opts { workdir = self.root .. "/baseline" })
@@ -220,6 +240,12 @@ end
 function Evaluator:evaluate(files, opts)
   opts = opts or {}
   files = files_of(self, files)
+  if self.pool then
+    local key = key_of(files) .. "\2" .. tostring(opts.tune) .. tostring(opts.profile) .. tostring(opts.tune_budget)
+    self.cache[key] = self.cache[key] or self:_remote("evaluate", files,
+      { tune = opts.tune, profile = opts.profile, tune_budget = opts.tune_budget })
+    return self.cache[key]
+  end
   local t0 = task_lib.now()
   self:freeze()
   local src = files[self.task.candidate_file]
@@ -313,6 +339,7 @@ end
 --- configuration autotune chose if `evaluate` ran first.
 function Evaluator:heldout(files)
   files = files_of(self, files)
+  if self.pool then return self:_remote("heldout", files) end
   self:freeze()
   local build = self.last_build and self.last_build[key_of(files)]
   if not build then

@@ -170,8 +170,11 @@ local function execute(o, run, info, resumed)
   note(string.format("mkengine: %s on %s with %s%s -> %s", info.strategy, task.name, client.label or info.model,
     resumed and " (resumed)" or "", run.dir))
 
+  if info.workers then -- evaluations go to the workers the file names (docs/workers.md)
+    run.pool = require("mk.search.pool").open(info.workers, { log = note })
+  end
   local ev = eval.new(task, { tests_dir = run.dir .. "/tests", jobs = info.jobs, seed = info.seed,
-    timeout = info.timeout })
+    timeout = info.timeout, pool = run.pool })
   run.evaluator = ev -- closed by run/resume whatever happens (it owns temporary work directories)
   local ctx = context.new { task = task, graph = run.graph, run = run, eval = ev, llm = client, opts = opts, agents = o.agents,
     seed = info.seed or 0, budget = budget, prior = prior, log = function(msg) note(msg) end }
@@ -289,6 +292,7 @@ end
 local function execute_and_close(o, run, info, resumed)
   local ok, res = pcall(execute, o, run, info, resumed)
   if run.evaluator and run.evaluator.close then pcall(run.evaluator.close, run.evaluator) end
+  if run.pool then pcall(run.pool.release, run.pool) end
   if not ok then pcall(run.set_status, run, end_status(run, res)) end
   run:close()
   if not ok then error(res, 0) end
@@ -309,7 +313,9 @@ function runner.run(o)
     strategy = strategy_name, task_dir = fs.realpath(o.task) or o.task, set = o.set or {},
     seed = o.seed or 1, model = o.model, llm_config = o.llm_config, llm_cache = o.llm_cache,
     budget = o.budget, jobs = o.jobs, timeout = o.timeout,
+    workers = o.workers and (fs.realpath(o.workers) or input_error("workers file not found: " .. o.workers)),
   }
+  if info.workers then require("mk.search.pool").load(info.workers) end -- bad input fails before the run dir exists
   local run, err = rundir.create { root = o.root, dir = o.run_dir, strategy = strategy_name:gsub("^.*/", ""):gsub("%.lua$", ""),
     task = task_slug(o.task), options = info, seed = info.seed, model = o.model }
   if not run then input_error("cannot create the run directory: " .. err.message) end

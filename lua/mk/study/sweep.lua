@@ -125,7 +125,8 @@ function sweep.new(opts)
       e.how = "ran"
       if fs.exists(dir) then fs.rm_rf(dir) end -- died before run.json: start over
       ok, res = pcall(runner, { strategy = o.strategy, task = o.task, set = copy(o.set) or {}, seed = o.seed, model = o.model,
-        llm_config = o.llm_config, llm_cache = o.llm_cache, budget = o.budget, run_dir = dir, quiet = true, jobs = o.jobs })
+        llm_config = o.llm_config, llm_cache = o.llm_cache, budget = o.budget, run_dir = dir, quiet = true, jobs = o.jobs,
+        workers = o.workers })
     end
     if not ok or type(res) ~= "table" then
       local task = package.loaded["mk.services.task"]
