@@ -141,6 +141,8 @@ function sweep.new(opts)
       if prog then prog:note(string.format("%-40s error: %s", e.label, e.error)) end
       return nil, { kind = "run_failed", message = e.error }
     end
+    -- a run without a correct kernel has best = JSON null: a result whose best is nil
+    for k, v in pairs(res) do if v == cjson.null then res[k] = nil end end
     res.run_dir = res.run_dir or dir
     e.summary = copy(res)
     e.summary.run_dir = nil
@@ -250,6 +252,22 @@ function sweep.new(opts)
   return mk
 end
 
+-- The part of a script's return value that JSON can hold (functions,
+-- coroutines and userdata dropped), so results.json always encodes.
+local function plain_data(v, depth)
+  local ty = type(v)
+  if ty == "table" then
+    if (depth or 0) > 32 then return nil end
+    local r = {}
+    for k, x in pairs(v) do
+      if type(k) == "string" or type(k) == "number" then r[k] = plain_data(x, (depth or 0) + 1) end
+    end
+    return r
+  end
+  if ty == "string" or ty == "number" or ty == "boolean" then return v end
+  return nil
+end
+
 --- Run a sweep script: FILE is loaded with `mk` (the API above) and `arg`
 --- in an environment that falls back to the globals. opts as sweep.new
 --- plus args (list for `arg`). Returns the results table.
@@ -257,7 +275,10 @@ end
 ---@param opts table
 function sweep.run_file(file, opts)
   if type(file) ~= "string" then error("sweep.run_file: file must be a string", 2) end
-  opts = copy(opts or {})
+  -- a shallow copy: opts.progress and opts.runner keep their metatables
+  local o = {}
+  for k, v in pairs(opts or {}) do o[k] = v end
+  opts = o
   opts.script = opts.script or file
   opts.name = opts.name or file:match("([^/]+)%.lua$") or file
   local mk = sweep.new(opts)
@@ -271,13 +292,13 @@ function sweep.run_file(file, opts)
   current = mk
   local ok, ret = pcall(chunk, table.unpack(a))
   current = prev
+  if ok then mk.results.returned = plain_data(ret) end
   mk.save(true)
   if not ok then
     local task = package.loaded["mk.task"]
     if task and ret == task.CANCELLED then error(ret, 0) end
     return nil, { kind = "script_error", message = tostring(ret), results = mk.results }
   end
-  mk.results.returned = type(ret) ~= "function" and type(ret) ~= "userdata" and ret or nil
   mk.results.out = mk.out
   return mk.results
 end
