@@ -13,9 +13,92 @@ local rng_lib = require "mk.rng"
 local agents_common = require "agents.common"
 
 local Ctx = {}
-Ctx.__index = Ctx
 
 local M = {}
+
+-- The options each ctx call and agent accepts: anything else is a typo
+-- that must not run silently with the defaults.
+local OPTIONS = {
+  auto = { "iters", "tag", "direction", "max_fix", "tune" },
+  repair = { "max_fix", "feedback", "made" },
+  evaluate = { "tune", "profile", "tune_budget" },
+  evaluated = { "plan", "direction", "transcripts", "feedback", "tune", "key" },
+  plan = { "parent", "feedback", "error", "direction", "key" },
+  implement = { "plan", "parent", "second", "key" },
+  fix = { "node", "attempt", "max_attempts", "key" },
+  tune = { "node", "key" },
+  profile = { "profile", "code", "metrics", "key" },
+  tests = { "key", "max_dim", "max_extra" },
+}
+for name, list in pairs(OPTIONS) do
+  local set = {}
+  for _, k in ipairs(list) do set[k] = true end
+  OPTIONS[name] = { list = list, set = set }
+end
+
+-- Raise (at the strategy's line) when o holds an option `call` does not know.
+local function check_options(call, o, level)
+  if o == nil then return {} end
+  if type(o) ~= "table" then error(call .. ": options must be a table, got " .. type(o), level + 1) end
+  local known = OPTIONS[call:match("[%w_]+$")]
+  for k in pairs(o) do
+    if not known.set[k] then
+      error(string.format("%s: unknown option '%s' (valid: %s)", call, tostring(k), table.concat(known.list, ", ")),
+        level + 1)
+    end
+  end
+  return o
+end
+M.OPTIONS = OPTIONS
+
+-- Fields a ctx may lack (nil) that engine code reads; any other missing
+-- name close to a member is a misspelling.
+local OPTIONAL = { budget = true, run = true, log_fn = true, started = true, stopped = true, on_node = true,
+  eval = true, llm = true }
+local MEMBERS = { "task", "graph", "run", "eval", "llm", "opts", "seed", "budget", "tasks", "agents", "better" }
+
+-- Edit distance with adjacent transpositions (optimal string alignment).
+local function distance(a, b)
+  if math.abs(#a - #b) > 2 then return 3 end
+  local d = {}
+  for i = 0, #a do d[i] = { [0] = i } end
+  for j = 0, #b do d[0][j] = j end
+  for i = 1, #a do
+    for j = 1, #b do
+      local cost = a:byte(i) == b:byte(j) and 0 or 1
+      d[i][j] = math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+      if i > 1 and j > 1 and a:byte(i) == b:byte(j - 1) and a:byte(i - 1) == b:byte(j) then
+        d[i][j] = math.min(d[i][j], d[i - 2][j - 2] + 1)
+      end
+    end
+  end
+  return d[#a][#b]
+end
+
+--- The member of ctx nearest to a misspelt name ("ctx:exhausted"), or nil.
+function M.nearest(name)
+  local best, bd
+  for k, v in pairs(Ctx) do
+    if type(k) == "string" and k:sub(1, 1) ~= "_" then
+      local d = distance(name, k)
+      if not bd or d < bd then best, bd = (type(v) == "function" and k ~= "better" and "ctx:" or "ctx.") .. k, d end
+    end
+  end
+  for _, k in ipairs(MEMBERS) do
+    local d = distance(name, k)
+    if not bd or d < bd then best, bd = "ctx." .. k, d end
+  end
+  if bd and bd <= (#name >= 5 and 2 or 1) then return best end
+  return nil
+end
+
+Ctx.__index = function(_, k)
+  local v = Ctx[k]
+  if v ~= nil or type(k) ~= "string" or OPTIONAL[k] or k:sub(1, 1) == "_" then return v end
+  local near = M.nearest(k)
+  if near then error(string.format("ctx has no member '%s' (did you mean `%s`?)", k, near), 2) end
+  return nil
+end
 
 -- errors of the model that no retry or other step can fix: the run stops
 local TERMINAL = { auth = true, quota = true, bad_request = true, cache_miss = true }
@@ -31,12 +114,17 @@ function M.new(o)
     log_fn = o.log, tasks = task_lib,
     device_s = 0, evaluations = 0, usage = { input_tokens = 0, output_tokens = 0, usd = 0, llm_s = 0, calls = 0 },
     _acc = setmetatable({}, { __mode = "k" }),
+    _trajectories = {}, _live = {},
   }, Ctx)
   local mods = o.agents or {}
   ctx.agents = {}
   for _, name in ipairs({ "plan", "implement", "fix", "tests", "tune", "profile" }) do
     local mod = mods[name] or require("agents." .. name)
-    ctx.agents[name] = function(a) return mod.run(ctx, a) end
+    local call = "ctx.agents." .. name
+    ctx.agents[name] = function(a)
+      if not mod.options then check_options(call, a, 2) end
+      return mod.run(ctx, a)
+    end
   end
   return ctx
 end
@@ -129,8 +217,9 @@ end
 --- Evaluate candidate files on the target (device slots are handled by the
 --- evaluator). Returns the evaluator's result table.
 function Ctx:evaluate(files, o)
+  o = check_options("ctx:evaluate", o, 2)
   local t0 = task_lib.now()
-  local res = self.eval:evaluate(files, o or {})
+  local res = self.eval:evaluate(files, o)
   self.device_s = self.device_s + (res.device_s or (task_lib.now() - t0))
   self.evaluations = self.evaluations + 1
   return res
@@ -165,13 +254,21 @@ end
 --- Run one node-producing step, memoised by key (see the module comment).
 --- fn() returns a graph:add spec or nil; returns the node (or nil, why).
 function Ctx:step(key, fn)
+  if type(key) ~= "string" or type(fn) ~= "function" then error("ctx:step: (key, fn) expected", 2) end
   local existing = self.graph:by_key(key)
   if existing then return existing end
+  local here = M.call_site()
+  if self._live[key] then
+    error(string.format("ctx:step: two steps with the same key '%s' run at once (%s and %s): their nodes would be "
+      .. "merged; give each its own key", key, self._live[key], here), 2)
+  end
   local spent, why = self:exhausted()
   if spent then return nil, "budget: " .. tostring(why) end
   local acc = {}
   local me = task_lib.current()
   self._acc[me] = acc
+  self._live[key] = here
+  local live <close> = setmetatable({}, { __close = function() self._live[key] = nil end }) -- luacheck: ignore 211
   local spec, err = fn()
   self._acc[me] = nil
   if not spec then return nil, err end
@@ -185,6 +282,32 @@ function Ctx:step(key, fn)
   return node
 end
 
+--- "file:line" of the nearest caller outside the engine's own modules (the
+--- strategy's line that started a step), for error messages.
+function M.call_site()
+  for level = 3, 40 do
+    local info = debug.getinfo(level, "Sl")
+    if not info then break end
+    local src = info.short_src or ""
+    if info.currentline > 0 and not src:find("lua/mk/", 1, true) and not src:find("lua/agents/", 1, true) then
+      return src .. ":" .. info.currentline
+    end
+  end
+  return "a line hidden by a tail call"
+end
+
+--- Check what a strategy's run() returned: nil, or a node of this graph
+--- (anything else raises, naming the strategy file). Returns the node or nil.
+function M.check_result(ctx, ret, path)
+  if ret == nil then return nil end
+  if type(ret) == "table" and ret.id ~= nil and rawget(ctx, "graph"):get(ret.id) == ret then return ret end
+  local what = type(ret) == "table" and "a table that is not a node of this run's graph" or
+      (type(ret) .. " " .. tostring(ret))
+  error(setmetatable({ exit = 1, kind = "strategy", message = string.format(
+    "strategy %s: run() must return a node of the graph or nil, got %s", path, what) },
+    { __tostring = function(e) return e.message end }), 0)
+end
+
 local function trim(s, n)
   s = tostring(s or "")
   if #s > n then return s:sub(1, n) .. "\n[... truncated]" end
@@ -196,7 +319,7 @@ end
 --- out: the agent's result ({files, code, transcript, knowledge});
 --- extra: {plan, direction, transcripts = {...}, feedback = bool, tune = bool}.
 function Ctx:evaluated(kind, parents, out, extra)
-  extra = extra or {}
+  extra = check_options("ctx:evaluated", extra, 2)
   local parent_ids = {}
   for i, p in ipairs(parents) do parent_ids[i] = p.id end
   local transcripts = extra.transcripts or {}
@@ -239,7 +362,7 @@ end
 --- o.max_fix attempts, each attempt a node, child of the previous one).
 --- Returns the last node. o: {max_fix, feedback, made = list to append to}.
 function Ctx:repair(n, key, o)
-  o = o or {}
+  o = check_options("ctx:repair", o, 2)
   local max_fix = o.max_fix or self.opts.max_fix or 6
   local attempt = 0
   while n.status == "compile_error" and attempt < max_fix do
@@ -265,12 +388,19 @@ end
 --- o: {iters = opts.iters or 5, tag = "auto", direction = text,
 ---     max_fix = opts.max_fix or 6, tune = opts.tune ~= false}
 function Ctx:auto(start, o)
-  o = o or {}
+  o = check_options("ctx:auto", o, 2)
+  if type(start) ~= "table" or not start.id then error("ctx:auto: start must be a node", 2) end
   local iters = o.iters or self.opts.iters or 5
   local max_fix = o.max_fix or self.opts.max_fix or 6
   local tune = o.tune
   if tune == nil then tune = self.opts.tune ~= false end
+  -- the k-th trajectory from the same node with the same tag gets tag#k: never
+  -- merged into the first; deterministic because a re-executed strategy makes
+  -- its calls in the same order
   local base = self:path(start) .. "/" .. (o.tag or "auto")
+  local calls = self._trajectories
+  calls[base] = (calls[base] or 0) + 1
+  if calls[base] > 1 then base = base .. "#" .. calls[base] end
   local best -- only nodes made by this trajectory count
   local current, err_feedback = start, nil
   local made = {}

@@ -195,4 +195,74 @@ t.test("an unknown strategy option is an input error naming the known ones", fun
   t.raises(function() runner.load_strategy("nosuch") end, "unknown strategy 'nosuch'")
 end)
 
+-- The ctx contract: typos raise, trajectories never merge silently.
+
+t.test("an unknown option to ctx:auto or any ctx call raises listing the valid ones", function()
+  local ctx, ev = make_ctx({ tune = false })
+  local root = ctx.graph:root()
+  local err = t.raises(function() ctx:auto(root, { iter = 1 }) end, "unknown option 'iter'")
+  t.contains(tostring(err), "iters, tag, direction, max_fix, tune")
+  t.contains(tostring(err), "strategies_test.lua:", "the error points at the caller's line")
+  t.eq(ev.calls, 0, "nothing ran")
+  t.raises(function() ctx:repair(root, "k", { maxfix = 2 }) end, "ctx:repair: unknown option 'maxfix'")
+  t.raises(function() ctx:evaluate({ ["kernel.c"] = "x" }, { profiel = true }) end, "unknown option 'profiel'")
+  t.raises(function() ctx:evaluated("implement", { root }, { code = "x" }, { dirction = "d" }) end, "unknown option 'dirction'")
+  t.raises(function() ctx.agents.plan { parnt = root, key = "k" } end, "ctx.agents.plan: unknown option 'parnt'")
+  t.raises(function() ctx.agents.implement { key = "k", temprature = 1 } end, "valid: plan, parent, second, key")
+end)
+
+t.test("concurrent ctx:auto calls from one node with the same tag make distinct trajectories, also on resume", function()
+  local ctx, ev, g, dir = make_ctx({ tune = false }, 6)
+  local root = ctx.graph:root()
+  ctx:map({ 1, 2, 3 }, function() return ctx:auto(root, { iters = 1 }) end)
+  t.eq(count(g, function(n) return n.kind == "implement" end), 3, "three trajectories, three implement nodes")
+  t.ok(g:by_key(ctx:path(root) .. "/auto/i1/impl") and g:by_key(ctx:path(root) .. "/auto#2/i1/impl")
+    and g:by_key(ctx:path(root) .. "/auto#3/i1/impl"), "keys auto, auto#2, auto#3")
+  local n1, calls1 = g:len(), ev.calls
+  g:close()
+  local g2 = assert(graph_lib.open(dir .. "/graph.git"))
+  local ctx2 = context.new { task = load_task(), graph = g2, eval = ev, llm = ctx.llm, opts = { tune = false }, seed = 6 }
+  ctx2:map({ 1, 2, 3 }, function() return ctx2:auto(g2:root(), { iters = 1 }) end)
+  t.eq(g2:len(), n1, "the resumed strategy finds every node again")
+  t.eq(ev.calls, calls1, "and evaluates nothing again")
+end)
+
+t.test("two live ctx:step calls with the same key raise naming both call sites", function()
+  local ctx = make_ctx({})
+  local spec = { parents = { ctx.graph:root().id }, kind = "implement", status = "compile_error", files = { ["kernel.c"] = "x" },
+    metrics = {} }
+  local function slow() ctx.tasks.sleep(0.02); return spec end
+  local ok, err = pcall(ctx.map, ctx, { 1, 2 }, function(i)
+    local n
+    if i == 1 then n = ctx:step("same", slow) else n = ctx:step("same", slow) end
+    return n
+  end)
+  t.eq(ok, false)
+  t.contains(tostring(err), "two steps with the same key 'same'")
+  local lines = {}
+  for line in tostring(err):gmatch("strategies_test%.lua:(%d+)") do lines[#lines + 1] = line end
+  t.ok(#lines >= 2 and lines[#lines - 1] ~= lines[#lines], "both call sites named: " .. tostring(err))
+end)
+
+t.test("a misspelt ctx method raises with the nearest name", function()
+  local ctx = make_ctx({})
+  t.raises(function() return ctx:exausted() end, "did you mean `ctx:exhausted`?")
+  t.raises(function() return ctx:evalute({}) end, "did you mean `ctx:evaluate`?")
+  t.raises(function() return ctx.grpah end, "did you mean `ctx.graph`?")
+  t.eq(ctx.stopped, nil, "optional fields read as nil")
+  t.eq(ctx:exhausted(), false)
+end)
+
+t.test("a strategy's return value: a node of the graph or nil, anything else names the strategy file", function()
+  local ctx = make_ctx({})
+  local root = ctx.graph:root()
+  t.eq(context.check_result(ctx, nil, "mine.lua"), nil)
+  t.eq(context.check_result(ctx, root, "mine.lua"), root)
+  for _, bad in ipairs({ 42, "best", { id = root.id }, true }) do
+    local err = t.raises(function() context.check_result(ctx, bad, "strategies/mine.lua") end,
+      "strategy strategies/mine.lua: run() must return a node of the graph or nil")
+    t.eq(err.exit, 1)
+  end
+end)
+
 return t.run()
