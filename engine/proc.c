@@ -1,5 +1,5 @@
 /* proc.c: `mk.proc`, subprocesses for the engine: uv_spawn behind the
- * mk-exec wrapper (targets/proc/mk-exec.c), which gives the child its own
+ * mk-exec wrapper (engine/exec/mk-exec.c), which gives the child its own
  * process group, resource limits and exact rusage. One op per run; the op
  * finishes only after the wrapper exited and stdout, stderr and the report
  * socket reached EOF (or were closed after a grace period), so no handle
@@ -435,7 +435,7 @@ static int l_run(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
 
-  /* sandbox = {...}: argv is rewritten by mk.sandbox.wrap, cwd defaults to
+  /* sandbox = {...}: argv is rewritten by mk.services.sandbox.wrap, cwd defaults to
    * the sandbox's workdir. */
   const char *sb_workdir = NULL;
   int sb_user = 0; /* the sandbox runs the command as nobody */
@@ -449,7 +449,7 @@ static int l_run(lua_State *L) {
   if (lua_getfield(L, 1, "sandbox") == LUA_TTABLE) { /* index 2 */
     sb_workdir = opt_string(L, 2, "workdir");
     lua_getglobal(L, "require");
-    lua_pushliteral(L, "mk.sandbox");
+    lua_pushliteral(L, "mk.services.sandbox");
     lua_call(L, 1, 1);
     lua_getfield(L, -1, "wrap");
     lua_getfield(L, 1, "argv");

@@ -141,12 +141,12 @@ mk_runtime *mk_runtime_new(void) {
   lua_setfield(L, -3, "path");
   lua_pop(L, 2);
   mk_sched_init(rt);
-  /* mk.task wraps coroutine.resume/wrap so engine waits pass through user
+  /* mk.services.task wraps coroutine.resume/wrap so engine waits pass through user
    * coroutines: load it before any user code runs */
   lua_getglobal(L, "require");
-  lua_pushliteral(L, "mk.task");
+  lua_pushliteral(L, "mk.services.task");
   if (mk_pcall(L, 1, 0) != LUA_OK) {
-    fprintf(stderr, "mkengine: cannot load mk.task from %s/lua: %s\n", rt->home, lua_tostring(L, -1));
+    fprintf(stderr, "mkengine: cannot load mk.services.task from %s/lua: %s\n", rt->home, lua_tostring(L, -1));
     lua_pop(L, 1);
   }
   return rt;

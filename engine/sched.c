@@ -1,4 +1,4 @@
-/* sched.c: the coroutine scheduler (`mk.sched`, wrapped by lua/mk/task.lua)
+/* sched.c: the coroutine scheduler (`mk.sched`, wrapped by lua/mk/services/task.lua)
  * and the op mechanism of mk.h. Tasks are Lua threads resumed only from the
  * ready queue at the top of the loop; an engine primitive suspends its task
  * by yielding a private sentinel (WAIT) and is resumed when its op

@@ -7,7 +7,7 @@ scripts/setup.sh build
 jobs=$(nproc 2>/dev/null || echo 2)
 
 echo "== luacheck"
-luacheck -q lua tests/lua examples bench
+luacheck -q lua targets tests/lua examples bench
 
 echo "== ctest (build)"
 (cd build && ctest --output-on-failure -j "$jobs")

@@ -32,7 +32,7 @@ static int run(const char *src) {
   return code;
 }
 
-#define PRELUDE "local proc = require 'mk.proc'\nlocal task = require 'mk.task'\n"
+#define PRELUDE "local proc = require 'mk.proc'\nlocal task = require 'mk.services.task'\n"
 
 int main(void) {
   int code = run(PRELUDE "local r = proc.run{argv = {'sh', '-c', 'echo hi; exit 4'}}\n"

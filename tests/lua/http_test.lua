@@ -2,7 +2,7 @@
 local t = dofile("tests/lua/lib/t.lua")
 local fake = dofile("tests/fake_llm/fake.lua")
 local http = require "mk.http"
-local task = require "mk.task"
+local task = require "mk.services.task"
 local cjson = require "cjson"
 
 local srv = fake.start()
@@ -187,7 +187,7 @@ t.test("an idle kept-alive connection does not keep a finished engine waiting", 
   fs.write(dir .. "/idle.lua", string.format([[
 local http = require "mk.http"
 assert(http.request { url = %q }.status == 200)
-require("mk.task").queue():get() -- nothing will ever put: the engine must say so, not hang
+require("mk.services.task").queue():get() -- nothing will ever put: the engine must say so, not hang
 ]], srv.url .. "/_stats"))
   local exe = (os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine"
   local p = io.popen(string.format("timeout 20 %q script %q 2>&1; echo rc=$?", exe, dir .. "/idle.lua"))

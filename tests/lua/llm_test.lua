@@ -1,12 +1,12 @@
--- mk.llm end to end against the loopback fake server: every wire format
+-- mk.services.llm end to end against the loopback fake server: every wire format
 -- streaming and not, the fault injections, cache/replay, ledger, specs.
 local fake = dofile("tests/fake_llm/fake.lua")
 local rerun = fake.reexec_with_key()
 if rerun then return rerun end -- the key must come from the environment
 
 local t = dofile("tests/lua/lib/t.lua")
-local llm = require "mk.llm"
-local task = require "mk.task"
+local llm = require "mk.services.llm"
+local task = require "mk.services.task"
 local fs = require "mk.fs"
 local http = require "mk.http"
 
@@ -178,7 +178,7 @@ t.test("parsers never raise on odd JSON, and name what is missing", function()
     { candidates = { { content = { parts = { 5, { text = 9 } } } } } }, { content = "s" }, { content = { 1 } },
     { usage = "many" }, { usageMetadata = { promptTokenCount = "a" } }, { error = 5 } }
   for _, p in ipairs(PROVIDERS) do
-    local W = require("mk.llm." .. p)
+    local W = require("mk.services.llm.providers." .. p)
     local c = { provider = p, model = "m" }
     for i, o in ipairs(odd) do
       local ok, r, err = pcall(W.parse, c, o)
@@ -549,7 +549,7 @@ t.test("exec: timeout kills the command", function()
 end)
 
 t.test("exec: the fallback without mk.proc passes stdin, returns stdout, and times out", function()
-  local ex = require "mk.llm.exec"
+  local ex = require "mk.services.llm.providers.exec"
   local r = assert(ex.run_polling("tr a-z A-Z; echo err >&2; exit 4", "hello", 5))
   t.eq(r.stdout, "HELLO")
   t.eq(r.stderr, "err\n")
@@ -585,6 +585,10 @@ t.test("from_spec rejects unknown providers and missing models with kind bad_req
   local err2 = t.raises(function() llm.from_spec("openai:") end, "names no model")
   t.eq(err2.kind, "bad_request")
   t.raises(function() llm.from_spec("exec:") end, "exec needs a command")
+  -- helper modules of the providers' folder are not providers
+  for _, name in ipairs { "transport", "json", "retry", "sse" } do
+    t.raises(function() llm.client { provider = name, model = "m" } end, "unknown model provider '" .. name .. "'")
+  end
 end)
 
 t.test("from_spec finds providers in the registry (the scripted model's path)", function()

@@ -3,7 +3,7 @@
 -- the engine still running; the last one checks that later calls work.
 local t = dofile("tests/lua/lib/t.lua")
 local proc = require "mk.proc"
-local task = require "mk.task"
+local task = require "mk.services.task"
 local fs = require "mk.fs"
 
 local function sh(script, opts)
@@ -263,7 +263,7 @@ end)
 t.test("proc/a run still in flight when the engine exits does not outlive it", function()
   local exe = (os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine"
   local script, pidfile = tmp .. "/inflight.lua", tmp .. "/inflight.pid"
-  fs.write(script, "local task = require 'mk.task'\n" ..
+  fs.write(script, "local task = require 'mk.services.task'\n" ..
     "task.spawn(require('mk.proc').run, {argv = {'sh', '-c', 'echo $$ > " .. pidfile .. "; exec sleep 1000'}})\n" ..
     "task.sleep(0.3)\nreturn 0\n")
   -- os.execute, not proc.run: no wrapper of ours around that engine. Its

@@ -1,11 +1,11 @@
--- mk.report: loading run/bench/sweep directories and the HTML page, checked
+-- mk.study.report: loading run/bench/sweep directories and the HTML page, checked
 -- as text here and in headless Chromium (Debian's `chromium`) at the end.
 local t = dofile("tests/lua/lib/t.lua")
 local fakerun = dofile("tests/lua/lib/fakerun.lua")
 local cjson = require "cjson"
 local fs = require "mk.fs"
-local report = require "mk.report"
-local metrics = require "mk.metrics"
+local report = require "mk.study.report"
+local metrics = require "mk.study.metrics"
 
 local tmp = fs.tmpdir("mk-report-test-")
 
@@ -19,7 +19,7 @@ end
 local run_dir = tmp .. "/run"
 local run_summary = fakerun.make { dir = run_dir, nodes = 20, best = 2.5, seed = 3 }
 
--- a bench dir with 3 tasks x 2 repeats, written as mk.bench writes it
+-- a bench dir with 3 tasks x 2 repeats, written as mk.study.bench writes it
 local bench_dir = tmp .. "/bench"
 do
   local tasks = {}
@@ -189,9 +189,9 @@ t.test("report.write writes the page atomically and errors on bad input", functi
   t.eq(err.kind, "bad_input")
 end)
 
-t.test("a real run directory (mk.rundir + mk.graph) is read through the graph, also while it is open", function()
-  local ok, rundir = pcall(require, "mk.rundir")
-  if not ok then t.skip("mk.rundir is not on this branch") end
+t.test("a real run directory (mk.search.rundir + mk.search.graph) is read through the graph, also while it is open", function()
+  local ok, rundir = pcall(require, "mk.search.rundir")
+  if not ok then t.skip("mk.search.rundir is not on this branch") end
   local run = assert(rundir.create { dir = tmp .. "/real", strategy = "beam", task = "softmax", seed = 4,
     model = "scripted", sync = false })
   local g = run.graph

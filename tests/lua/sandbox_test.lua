@@ -1,9 +1,9 @@
--- mk.sandbox: what candidate code can and cannot see or touch inside
+-- mk.services.sandbox: what candidate code can and cannot see or touch inside
 -- bubblewrap, run through proc.run{sandbox = ...}; and the loud fallback.
 local t = dofile("tests/lua/lib/t.lua")
 local proc = require "mk.proc"
-local sandbox = require "mk.sandbox"
-local task = require "mk.task"
+local sandbox = require "mk.services.sandbox"
+local task = require "mk.services.task"
 local fs = require "mk.fs"
 
 local root = fs.realpath(fs.tmpdir("sandbox-test"))
@@ -168,7 +168,7 @@ t.test("sandbox/without bubblewrap: argv unchanged and one loud warning", functi
   local exe = (os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine"
   local script = root .. "/fallback.lua"
   fs.write(script, [[
-local sandbox = require "mk.sandbox"
+local sandbox = require "mk.services.sandbox"
 local ok, why = sandbox.available()
 local a = sandbox.wrap({ "echo", "hi" }, { workdir = "/tmp" })
 sandbox.wrap({ "echo", "again" }, { workdir = "/tmp" })

@@ -4,11 +4,11 @@
 -- The end-to-end tests with the real evaluator are in run_test.lua.
 local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
-local graph_lib = require "mk.graph"
-local llm = require "mk.llm"
-local context = require "mk.context"
-local runner = require "mk.runner"
-require "mk.llm.scripted"
+local graph_lib = require "mk.search.graph"
+local llm = require "mk.services.llm"
+local context = require "mk.search.context"
+local runner = require "mk.search.runner"
+require "mk.services.llm.providers.scripted"
 
 local TASK_DIR = "examples/suites/cpu/attention"
 
@@ -49,7 +49,7 @@ local function make_ctx(opts, seed, budget)
   local g = assert(graph_lib.open(dir .. "/graph.git", { create = true }))
   local client = llm.client { provider = "scripted", model = "scripted" }
   local ev = fake_eval()
-  local ctx = context.new { task = load_task(), graph = g, eval = ev, llm = client, opts = opts or {},
+  local ctx = context.new { task = load_task(), graph = g, eval = ev, llm = client, opts = opts or {}, agents = require "agents",
     seed = seed or 1, budget = budget }
   ctx:step("root", function()
     return { parents = {}, kind = "reference", status = "ok", files = { ["kernel.c"] = "ref" },
@@ -95,7 +95,7 @@ t.test("beam with width 2, depth 2, branches 2, inner_iters 1 runs exactly 6 inn
   local depth1 = count(g, function(n) return n.kind == "implement" and n.parents[1] == g:root().id end)
   t.eq(depth1, 2)
   -- every branch was steered by a direction from the C menu
-  local menu = require "strategies.directions.c"
+  local menu = require("mk.search.targets").directions("c")
   for _, n in ipairs(g:nodes()) do
     if n.kind == "implement" then
       local found = false
@@ -149,7 +149,7 @@ end)
 
 t.test("the token budget stops expansion", function()
   local opts, s = strategy_opts("parallel", { trajectories = 4, iters = 5, tune = false })
-  local budget = require("mk.budget").new { tokens = 6000 }
+  local budget = require("mk.search.budget").new { tokens = 6000 }
   local ctx, _, g = make_ctx(opts, 1, budget)
   s.run(ctx, opts)
   local unlimited_ctx, _, g2 = make_ctx(opts, 1)
@@ -181,7 +181,8 @@ t.test("re-running a strategy on the same graph recomputes nothing (resume)", fu
   local n1, calls1 = g:len(), ev.calls
   g:close()
   local g2 = assert(graph_lib.open(dir .. "/graph.git"))
-  local ctx2 = context.new { task = load_task(), graph = g2, eval = ev, llm = ctx.llm, opts = opts, seed = 4 }
+  local ctx2 = context.new { task = load_task(), graph = g2, eval = ev, llm = ctx.llm, opts = opts, seed = 4,
+    agents = require "agents" }
   s.run(ctx2, opts)
   t.eq(g2:len(), n1)
   t.eq(ev.calls, calls1)
@@ -221,7 +222,8 @@ t.test("concurrent ctx:auto calls from one node with the same tag make distinct 
   local n1, calls1 = g:len(), ev.calls
   g:close()
   local g2 = assert(graph_lib.open(dir .. "/graph.git"))
-  local ctx2 = context.new { task = load_task(), graph = g2, eval = ev, llm = ctx.llm, opts = { tune = false }, seed = 6 }
+  local ctx2 = context.new { task = load_task(), graph = g2, eval = ev, llm = ctx.llm, opts = { tune = false }, seed = 6,
+    agents = require "agents" }
   ctx2:map({ 1, 2, 3 }, function() return ctx2:auto(g2:root(), { iters = 1 }) end)
   t.eq(g2:len(), n1, "the resumed strategy finds every node again")
   t.eq(ev.calls, calls1, "and evaluates nothing again")

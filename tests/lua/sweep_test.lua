@@ -1,10 +1,10 @@
--- mk.sweep: a script over 4 configurations with an injected runner, the
+-- mk.study.sweep: a script over 4 configurations with an injected runner, the
 -- results table, resuming a sweep, errors, and the HTML report of it.
 local t = dofile("tests/lua/lib/t.lua")
 local cjson = require "cjson"
 local fs = require "mk.fs"
-local task = require "mk.task"
-local sweep = require "mk.sweep"
+local task = require "mk.services.task"
+local sweep = require "mk.study.sweep"
 local fakerun = dofile("tests/lua/lib/fakerun.lua")
 
 local tmp = fs.tmpdir("mk-sweep-test-")
@@ -113,7 +113,7 @@ end)
 local function cli_progress()
   local path = tmp .. "/progress-" .. tostring(#calls) .. ".txt"
   local f = assert(io.open(path, "w"))
-  local p = require("mk.progress").new { label = "sweep test", tty = true, stream = f }
+  local p = require("mk.services.progress").new { label = "sweep test", tty = true, stream = f }
   return p, function() f:close(); return fs.read(path) end
 end
 
@@ -193,7 +193,7 @@ t.test("the example in docs/api/sweep.md runs as written and prints the right me
 end)
 
 t.test("the sweep's report has one tree per run entry", function()
-  local report = require "mk.report"
+  local report = require "mk.study.report"
   local html = report.html(assert(report.load(out)))
   local _, n = html:gsub('<svg class="tree"', "")
   t.eq(n, 4)

@@ -33,7 +33,7 @@ function M.run(args)
   if o.llm_cache and not ({ rw = true, ro = true, off = true })[o.llm_cache] then
     cli.usage_error("--llm-cache must be rw, ro or off", M.usage)
   end
-  local llm = require "mk.llm"
+  local llm = require "mk.services.llm"
   local ok, c = pcall(llm.from_spec, o.model, { config_file = o.llm_config, cache = o.llm_cache })
   if not ok then cli.input_error(tostring(type(c) == "table" and c.message or c)) end
   local streamed = false

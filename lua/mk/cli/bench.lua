@@ -61,11 +61,11 @@ function M.run(args)
   local budget
   if opts.budget then
     local err
-    budget, err = require("mk.budget").parse(opts.budget)
+    budget, err = require("mk.search.budget").parse(opts.budget)
     if not budget then cli.usage_error(err.message, M.usage) end
   end
-  local bench = require "mk.bench"
-  local prog = require("mk.progress").new { quiet = opts.quiet, json = opts.json }
+  local bench = require "mk.study.bench"
+  local prog = require("mk.services.progress").new { quiet = opts.quiet, json = opts.json }
   local res, err = bench.run {
     suite = pos[1], strategy = pos[2], repeats = math.tointeger(K), out = opts.out,
     concurrency = math.tointeger(conc), set = M.parse_set(opts.set, M.usage), model = opts.model,

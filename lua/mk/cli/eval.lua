@@ -40,13 +40,13 @@ function M.run(args)
     options = { timeout = "number", threads = "number", tests_dir = "string", min_time = "number" },
   }, M.usage)
   if #pos ~= 2 then cli.usage_error("expected TASK_DIR and CANDIDATE_FILE", M.usage) end
-  local task, err = require("mk.targets").load_task(pos[1])
+  local task, err = require("mk.search.targets").load_task(pos[1])
   if not task then cli.input_error(err.message) end
   local src = fs.read(pos[2])
   if not src or fs.isdir(pos[2]) then cli.input_error("cannot read candidate file " .. pos[2]) end
   if opts.timeout and opts.timeout <= 0 then cli.usage_error("--timeout must be positive", M.usage) end
 
-  local ev = require("mk.eval").new(task, {
+  local ev = require("mk.search.eval").new(task, {
     timeout = opts.timeout, threads = opts.threads and math.tointeger(opts.threads), tests_dir = opts.tests_dir,
     bench = { min_time = opts.min_time }, keep = opts.keep,
   })
@@ -86,7 +86,7 @@ function M.run(args)
     if r.heldout then out.heldout = { correct = r.heldout.correct, status = r.heldout.status } end
     io.stdout:write(cjson.encode(out), "\n")
   else
-    local fmt_s = require("mk.targets.c").fmt_s
+    local fmt_s = require("mk.search.targets").get("c").fmt_s
     io.stdout:write(string.format("%s: %s\n", pos[2], r.status))
     if r.message ~= "" then io.stdout:write(r.message, "\n") end
     if r.tune then

@@ -3,7 +3,7 @@
 --- recomputed; the run then finishes as if it had not stopped.
 local cli = require "mk.cli"
 local fs = require "mk.fs"
-local rundir = require "mk.rundir"
+local rundir = require "mk.search.rundir"
 
 local M = {
   summary = "continue a stopped run from its run directory",
@@ -27,12 +27,8 @@ function M.run(args)
     if lock then lock:unlock() end
   end
   if err then cli.input_error(err.message) end
-  local found = package.searchpath("mk.runner", package.path)
-  if not found then
-    io.stderr:write("mkengine resume: this build has no runner (lua/mk/runner.lua), so runs cannot be resumed yet\n")
-    return 1
-  end
-  local summary, rerr = require("mk.runner").resume(dir, opts)
+  opts.agents = require "agents"
+  local summary, rerr = require("mk.search.runner").resume(dir, opts)
   if not summary then
     if type(rerr) == "table" and (rerr.kind == "locked" or rerr.kind == "not_a_run" or rerr.kind == "corrupt") then
       cli.input_error(rerr.message)

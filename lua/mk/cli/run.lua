@@ -53,7 +53,8 @@ function M.run(args)
   local o, pos = M.parse(args, M.usage)
   if #pos ~= 2 then cli.usage_error("expected STRATEGY and TASK", M.usage) end
   o.strategy, o.task = pos[1], pos[2]
-  local summary = require("mk.runner").run(o)
+  o.agents = require "agents"
+  local summary = require("mk.search.runner").run(o)
   -- the runner already printed the verdict (unless --quiet); --json ends
   -- the event stream with the summary
   if o.json then

@@ -1,4 +1,4 @@
---- mkengine sweep FILE.lua: run a sweep script (mk.run / mk.bench / mk.map
+--- mkengine sweep FILE.lua: run a sweep script (mk.run / mk.study.bench / mk.map
 --- / mk.grid available as the table `mk`) and write one results table.
 local cli = require "mk.cli"
 
@@ -8,7 +8,7 @@ local M = {
   help = [[
 The script runs with a table `mk` in its environment (docs/api/sweep.md):
   mk.run{strategy=, task=, set={...}, seed=, model=, budget=, label=} -> summary
-  mk.bench{suite=, strategy=, repeat=, set=, ...}                     -> bench results
+  mk.study.bench{suite=, strategy=, repeat=, set=, ...}                     -> bench results
   mk.map(items, fn, {concurrency=4})  run calls concurrently (shared device slots, LLM cache)
   mk.grid{width={2,3}, depth={2,3}}   cartesian product;  mk.seeds(n[, base])
 Results go to DIR/results.json (default runs/sweep-<time>-<name>/), one
@@ -32,12 +32,12 @@ function M.run(args)
   local out = opts.out or string.format("runs/sweep-%s-%s", os.date("%Y%m%d-%H%M%S"), name)
   local defaults = { model = opts.model, llm_config = opts.llm_config }
   if opts.budget then
-    local b, err = require("mk.budget").parse(opts.budget)
+    local b, err = require("mk.search.budget").parse(opts.budget)
     if not b then cli.usage_error(err.message, M.usage) end
     defaults.budget = b
   end
-  local sweep = require "mk.sweep"
-  local prog = require("mk.progress").new { quiet = opts.quiet, json = opts.json, label = "sweep " .. name }
+  local sweep = require "mk.study.sweep"
+  local prog = require("mk.services.progress").new { quiet = opts.quiet, json = opts.json, label = "sweep " .. name }
   prog:tick(1)
   local res, err = sweep.run_file(file, { out = out, defaults = defaults, progress = prog,
     args = table.move(pos, 2, #pos, 1, {}) })
