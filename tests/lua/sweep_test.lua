@@ -150,6 +150,24 @@ t.test("with the live progress line on (as mkengine sweep runs it) mk.run return
   t.eq(saved.returned[1].config, "width=2 depth=2")
 end)
 
+t.test("the sweep groups runs by each swept parameter with the median and min-max over seeds", function()
+  local r = cjson.decode(assert(fs.read(tmp .. "/grid-live/results.json")))
+  local rows = sweep.groups(r)
+  -- width and depth vary (strategy and task do not): 2 + 2 rows
+  t.eq(#rows, 4)
+  t.eq(rows[1].param, "depth"); t.eq(rows[3].param, "width"); t.eq(rows[3].value, "2")
+  t.eq(rows[3].n, 4) -- depth 2 and 3, seeds 1 and 2
+  t.near(rows[3].median, 1 + 2 / 4 + 0.015, 1e-12)
+  t.near(rows[3].min, 1.51, 1e-12); t.near(rows[3].max, 1.52, 1e-12)
+  t.near(rows[4].median, 1 + 3 / 4 + 0.015, 1e-12)
+  t.near(rows[1].median, (1.51 + 1.52 + 1.76 + 1.77) / 4, 1e-12) -- depth does not change the fake's best
+  t.matches(sweep.format(r), "width +3 +median +1%.77x +%(min 1%.76x, max 1%.77x, 4 runs, 4 correct%)")
+  local report = require "mk.study.report"
+  local html = report.html(assert(report.load(tmp .. "/grid-live")))
+  t.contains(html, "<h2>By parameter</h2>")
+  t.contains(html, '<td class="l">width</td><td class="l">3</td><td>1.77×</td><td>1.76×</td><td>1.77×</td><td>4</td>')
+end)
+
 t.test("a run that finds no correct kernel is a result with best = nil, not a crash", function()
   local f = tmp .. "/nocorrect.lua"
   fs.write(f, "local s = mk.run { strategy = 'beam', task = arg[1], set = { width = 1 } }\n"

@@ -966,6 +966,18 @@ local function sweep_body(sw, store)
     parts[#parts + 1] = table.concat(cells)
   end
   parts[#parts + 1] = "</table>"
+  local groups = require("mk.study.sweep").groups(res)
+  if #groups > 0 then
+    parts[#parts + 1] = "<h2>By parameter</h2><p class=\"sub\">each value of each swept parameter over its runs "
+      .. "(seeds and the other parameters): best speedup of a run (1.00× when it found no correct kernel), "
+      .. "bench geomean; median and min–max</p><table><tr><th class=\"l\">parameter</th><th class=\"l\">value</th>"
+      .. "<th>median</th><th>min</th><th>max</th><th>runs</th><th>correct</th></tr>"
+    for _, g in ipairs(groups) do
+      parts[#parts + 1] = string.format('<tr><td class="l">%s</td><td class="l">%s</td><td>%s</td><td>%s</td><td>%s</td>'
+        .. "<td>%d</td><td>%d</td></tr>", esc(g.param), esc(g.value), fmt_x(g.median), fmt_x(g.min), fmt_x(g.max), g.n, g.correct)
+    end
+    parts[#parts + 1] = "</table>"
+  end
   if #bench_series > 0 then
     parts[#parts + 1] = "<h2>fast_p curves</h2><div class=\"charts\"><figure>"
       .. report.svg_chart { series = bench_series, xmin = 0, ymin = 0, step = true,
