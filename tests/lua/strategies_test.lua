@@ -180,6 +180,35 @@ t.test("identical kernels in one run show one measurement record, re-measured an
   t.eq(ev.remeasured > 0, true)
 end)
 
+t.test("a resumed run continues the measurement records of the nodes it already has", function()
+  local opts, s = strategy_opts("zeroshot", { n = 6 })
+  local ctx, ev, g, dir = make_ctx(opts, 9)
+  s.run(ctx, opts)
+  g:close()
+  local g2 = assert(graph_lib.open(dir .. "/graph.git"))
+  local more = runner.options(runner.load_strategy("zeroshot"), { n = 14 }, "zeroshot")
+  local ctx2 = context.new { task = load_task(), graph = g2, eval = ev, llm = ctx.llm, opts = more, seed = 9,
+    agents = require "agents" }
+  s.run(ctx2, more)
+  local by = {}
+  for _, n in ipairs(g2:nodes()) do
+    local h = n.kind == "implement" and n.status == "ok" and n.metrics.source_hash
+    if h then by[h] = by[h] or {}; table.insert(by[h], n) end
+  end
+  local across = 0
+  for _, nodes in pairs(by) do
+    local old_and_new = false
+    for _, n in ipairs(nodes) do
+      t.eq(n.metrics.measurements, #nodes, "every node of a source shows all its measurements")
+      if n.key:match("/zs[1-6]$") and nodes[#nodes].key:match("/zs%d%d?$") and not nodes[#nodes].key:match("/zs[1-6]$") then
+        old_and_new = true
+      end
+    end
+    if old_and_new then across = across + 1 end
+  end
+  t.ok(across > 0, "a source sampled before and after the resume")
+end)
+
 t.test("greedy expands the current best node each step", function()
   local opts, s = strategy_opts("greedy", { steps = 4, tune = false })
   local ctx, _, g = make_ctx(opts, 5)

@@ -273,7 +273,8 @@ function Ctx:_record(files, o)
           lock = task_lib.semaphore(1) }
         self._records[m.source_hash] = r
         r.nodes[#r.nodes + 1] = n
-        if m.samples and #m.samples > #r.samples then r.samples = m.samples end
+        local samples = m.samples or (n.status == "ok" and m.latency_s and { m.latency_s }) or {}
+        if #samples > #r.samples then r.samples = samples end
         r.result = r.result or { status = n.status, correct = n.status == "ok", message = n.error,
           latency_s = m.latency_s, baseline_latency_s = m.baseline_latency_s, speedup = m.speedup, spread = m.spread }
       end
@@ -293,6 +294,8 @@ function Ctx:_shared(rec, files, o)
     local t0 = task_lib.now()
     local br = self.eval:remeasure(files, o)
     self.device_s = self.device_s + (br.wall_s or (task_lib.now() - t0))
+    -- no build to re-time (a resumed run's record): measure it afresh
+    if br.status ~= "ok" then br = self:_measure(files, o) end
     if br.status == "ok" and br.latency_s then
       local samples = table.move(rec.samples, 1, #rec.samples, 1, {})
       samples[#samples + 1] = br.latency_s
