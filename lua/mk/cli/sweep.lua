@@ -6,7 +6,7 @@ local M = {
   summary = "run a Lua sweep script (grids of runs/benches) and write one results table",
   usage = "usage: mkengine sweep FILE.lua [--out DIR] [--model M] [--llm-config FILE] [--budget SPEC] [--workers FILE] [--quiet] [--json] [-- ARGS...]",
   help = [[
-The script runs with a table `mk` in its environment (docs/api/bench.md):
+The script runs with a table `mk` in its environment (docs/api/sweep.md):
   mk.run{strategy=, task=, set={...}, seed=, model=, budget=, label=} -> summary
   mk.study.bench{suite=, strategy=, repeat=, set=, ...}                     -> bench results
   mk.map(items, fn, {concurrency=4})  run calls concurrently (shared device slots, LLM cache)

@@ -335,6 +335,16 @@ function Evaluator:evaluate(files, opts)
   return finish(r)
 end
 
+--- Benchmark files that `evaluate` measured before once more, on the same
+--- build (the autotuned configuration included): {status, latency_s,
+--- spread, wall_s}. Lets identical candidates of a run share one record.
+function Evaluator:remeasure(files)
+  files = files_of(self, files)
+  local build = self.last_build and self.last_build[key_of(files)]
+  if not build then return { status = "error", message = "remeasure: these files were not evaluated" } end
+  return self:_exclusive(self.target.bench, self.task, build, self:_bench_opts())
+end
+
 --- Re-check files on the held-out seeds (never used during search), with the
 --- configuration autotune chose if `evaluate` ran first.
 function Evaluator:heldout(files)

@@ -84,6 +84,28 @@ function runner.options(strategy, set, path)
   return opts
 end
 
+--- The traceback of an error inside a strategy, cut to the frames of the
+--- strategy's own files (engine frames hidden) unless `full`.
+function runner.strategy_traceback(msg, spath, full)
+  local tb = debug.traceback(msg, 3)
+  if full then return tb end
+  local lines, hidden = {}, 0
+  local engine = home.path("lua/")
+  for line in (tb .. "\n"):gmatch("([^\n]*)\n") do
+    local frame = line:match("^\t(.*)")
+    if not frame then
+      lines[#lines + 1] = line
+    elseif frame:find(spath, 1, true) or not (frame:find(engine .. "mk/", 1, true) or frame:find(engine .. "agents/", 1, true)
+        or frame:find(home.path("targets/"), 1, true) or frame:find("^%[C%]") or frame:find("^%(%.%.%.")) then
+      lines[#lines + 1] = line
+    else
+      hidden = hidden + 1
+    end
+  end
+  if hidden > 0 then lines[#lines + 1] = string.format("\t(%d engine frames hidden; --debug shows them)", hidden) end
+  return table.concat(lines, "\n")
+end
+
 local function task_slug(task_dir)
   return (task_dir:gsub("/+$", ""):match("([^/]+)$") or "task")
 end
@@ -107,13 +129,15 @@ end
 
 -- The best node that also passes the held-out check (nodes failing it are
 -- recorded and skipped). Returns node or nil.
-local function heldout_best(ctx)
+-- A node the strategy returned is the only candidate.
+local function heldout_best(ctx, chosen)
   local candidates = {}
-  for _, n in ipairs(ctx.graph:nodes()) do
+  for _, n in ipairs(chosen and { chosen } or ctx.graph:nodes()) do
     if n.status == "ok" and n.kind ~= "reference" and n.metrics and n.metrics.latency_s then
       candidates[#candidates + 1] = n
     end
   end
+  if chosen and #candidates == 0 then ctx:log("the strategy returned %s, which is not a correct candidate", chosen.id) end
   table.sort(candidates, function(a, b)
     if a.metrics.latency_s ~= b.metrics.latency_s then return a.metrics.latency_s < b.metrics.latency_s end
     return a.id < b.id
@@ -222,16 +246,18 @@ local function execute(o, run, info, resumed)
 
   local ok, err = xpcall(strategy.run, function(e)
     if type(e) == "table" then return e end
-    return debug.traceback(tostring(e), 2)
+    return runner.strategy_traceback(tostring(e), spath, o.debug)
   end, ctx, opts)
+  if ok then ok, err = pcall(context.check_result, ctx, err, spath) end
   if not ok then
     run:event { type = "strategy_error", message = tostring(type(err) == "table" and err.message or err) }
     run:set_status("failed")
     if type(err) == "table" then error(err, 0) end
-    error("strategy " .. spath .. " failed: " .. err, 0)
+    error(setmetatable({ exit = 1, kind = "strategy", message = "strategy " .. spath .. " failed: " .. err },
+      { __tostring = function(e) return e.message end }), 0)
   end
 
-  local best = heldout_best(ctx)
+  local best = heldout_best(ctx, err)
   if best then run:refresh_best(best) end
   local spent = ctx:spent()
   local totals = llm.totals and llm.totals() or {}
