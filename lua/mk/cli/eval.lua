@@ -91,7 +91,7 @@ function M.run(args)
     if r.heldout then out.heldout = { correct = r.heldout.correct, status = r.heldout.status } end
     io.stdout:write(cjson.encode(out), "\n")
   else
-    local fmt_s = require("mk.search.targets").get("c").fmt_s
+    local fmt_s = require("mk.services.util").fmt_s
     io.stdout:write(string.format("%s: %s\n", pos[2], r.status))
     if r.message ~= "" then io.stdout:write(r.message, "\n") end
     if r.tune then

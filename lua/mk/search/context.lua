@@ -12,6 +12,21 @@ local task_lib = require "mk.services.task"
 local rng_lib = require "mk.services.rng"
 local targets = require "mk.search.targets"
 
+--- What a strategy's `run(ctx)` receives (docs/strategies.md); for editors.
+---@class mk.ctx
+---@field task table the loaded task (mk.search.targets.load_task)
+---@field graph table the node graph (mk.search.graph)
+---@field run table the run directory (mk.search.rundir)
+---@field eval table the evaluator (mk.search.eval)
+---@field llm table the model client (mk.services.llm)
+---@field opts table the strategy's options (--set name=value)
+---@field seed integer
+---@field budget table|nil limits (mk.search.budget)
+---@field tasks table mk.services.task, for spawn/gather/semaphores
+---@field agents table<string, fun(a: table): any> plan, implement, fix, tests, tune, profile
+---@field device_s number device seconds spent so far
+---@field evaluations integer
+---@field usage {input_tokens: integer, output_tokens: integer, usd: number, llm_s: number, calls: integer}
 local Ctx = {}
 
 local M = {}
@@ -113,6 +128,7 @@ local TERMINAL = { auth = true, quota = true, bad_request = true, cache_miss = t
 --- never required here, so the search floor does not reach up), prior (what
 --- earlier sessions of a resumed run spent, mk.search.ledger.read: counted
 --- by spent() and so by the budget).
+---@return mk.ctx
 function M.new(o)
   local ctx = setmetatable({
     task = o.task, graph = o.graph, run = o.run, eval = o.eval, llm = o.llm,

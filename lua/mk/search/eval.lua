@@ -8,6 +8,7 @@
 local fs = require "mk.fs"
 local task_lib = require "mk.services.task"
 local targets = require "mk.search.targets"
+local util = require "mk.services.util"
 
 local M = {}
 
@@ -317,7 +318,7 @@ function Evaluator:evaluate(files, opts)
     status = "ok", correct = true, latency_s = br.latency_s, spread = br.spread, reps = br.reps,
     baseline_latency_s = base.latency_s, speedup = base.latency_s / br.latency_s, tune = tune,
   }
-  local fmt_s = self.target.fmt_s or function(s) return string.format("%.6g s", s) end
+  local fmt_s = self.target.fmt_s or util.fmt_s
   r.message = string.format("correct; %s per call vs baseline %s (%.2fx)%s", fmt_s(r.latency_s),
     fmt_s(r.baseline_latency_s), r.speedup, tune and (", tuned " .. fmt_params(tune.params)) or "")
   if r.speedup > 20 then

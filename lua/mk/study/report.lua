@@ -7,6 +7,7 @@
 local cjson = require "cjson"
 local fs = require "mk.fs"
 local metrics = require "mk.study.metrics"
+local util = require "mk.services.util"
 
 local report = {}
 
@@ -21,13 +22,7 @@ local function clean(v)
   return v
 end
 
-local function read_json(path)
-  local text = fs.read(path)
-  if not text then return nil end
-  local ok, v = pcall(cjson.decode, text)
-  if not ok then return nil, { kind = "corrupt", message = path .. ": " .. tostring(v) } end
-  return clean(v)
-end
+local read_json = util.read_json
 report.read_json = read_json
 
 --- Read a JSON-lines file; a torn last line (a killed writer) is skipped.
@@ -88,13 +83,7 @@ end
 local function fmt_x(x) x = num(x); return x and string.format("%.2f×", x) or "–" end
 local function fmt_usd(x) x = num(x); return x and string.format("$%.4f", x) or "–" end
 
-local function fmt_s(x)
-  x = num(x)
-  if not x then return "–" end
-  if x < 120 then return string.format("%.1f s", x) end
-  if x < 7200 then return string.format("%.1f min", x / 60) end
-  return string.format("%.2f h", x / 3600)
-end
+local fmt_s = util.fmt_s
 
 -- Run directories ----------------------------------------------------------
 

@@ -16,20 +16,11 @@ local runner_lib = require "mk.search.runner"
 
 local sweep = {}
 
-local read_json = bench.read_json
+local util = require "mk.services.util"
+local read_json = util.read_json
 
-local function slug(s)
-  s = tostring(s):gsub("[^%w%._=%-]+", "_"):gsub("^_+", ""):gsub("_+$", "")
-  if #s > 60 then s = s:sub(1, 60) end
-  return s ~= "" and s or "entry"
-end
-
-local function copy(t)
-  if type(t) ~= "table" then return t end
-  local r = {}
-  for k, v in pairs(t) do r[k] = copy(v) end
-  return r
-end
+local function slug(s) return util.slug(s, "entry", 60) end
+local copy = util.copy
 
 local function default_label(o)
   local bits = { o.strategy or "?" }

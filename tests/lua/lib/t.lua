@@ -82,6 +82,26 @@ function t.raises(fn, pattern, ...)
   return err
 end
 
+local made = {}
+
+--- A new private directory for this test file (under $TMPDIR or /tmp),
+--- removed when `t.run` ends, whatever the verdict. Use it instead of
+--- fs.tmpdir so a run of the suite leaves nothing behind.
+---@param prefix string|nil
+---@return string
+function t.tmpdir(prefix)
+  local d = assert(require("mk.fs").tmpdir(prefix or "mk-test"))
+  made[#made + 1] = d
+  return d
+end
+
+-- Frozen tests are read-only files in writable directories: rm_rf removes them.
+local function clean()
+  local fs = require "mk.fs"
+  for _, d in ipairs(made) do fs.rm_rf(d) end
+  made = {}
+end
+
 --- Skip the current test with a printed reason (only for missing hardware
 --- or software such as JAX or a GPU).
 function t.skip(reason) error({ skip = reason }, 0) end
@@ -107,6 +127,7 @@ function t.run()
       end
     end
   end
+  clean()
   print(string.format("%d passed, %d failed, %d skipped", passed, failed, skipped))
   return failed == 0 and 0 or 1
 end
