@@ -99,7 +99,8 @@ end)
 
 t.test("slurm: the cluster stops and nothing is left", function()
   if cluster then cluster.stop() end
-  local r = proc.run { argv = { "sh", "-c", "pgrep -f 'slurmctld -D -f " .. tmp .. "' || true" } }
+  -- (the bracket keeps pgrep's own shell from matching)
+  local r = proc.run { argv = { "sh", "-c", "pgrep -f '[s]lurm.* -f " .. tmp .. "|[m]unged .*" .. tmp .. "' || true" } }
   t.eq(r.stdout, "")
   fs.rm_rf(tmp)
 end)
