@@ -2,7 +2,8 @@
 -- slurmctld, slurmd; generated slurm.conf under a temp dir): a worker per
 -- `salloc ... srun mkengine worker`, the allocation released at the end,
 -- a job cancelled mid-evaluation (scancel) retried on a new allocation,
--- and `mkengine run parallel --workers` end to end. Needs root (slurmd).
+-- the allocation given back when the engine is SIGKILLed, and `mkengine
+-- run parallel --workers` end to end. Needs root (slurmd).
 local t = dofile("tests/lua/lib/t.lua")
 local daemons = dofile("tests/lua/lib/daemons.lua")
 local fs = require "mk.fs"
@@ -45,11 +46,14 @@ t.test("slurm: a worker runs inside an salloc allocation; the allocation is rele
   local pool = pool_lib.new(pool_lib.load(workers_file("sl1", 2)))
   local ev = eval.new(TASK, { pool = pool, bench = BENCH, probes = 1 })
   t.ok(until_true(function() return #daemons.squeue(cluster) == 1 end, 60), "one job while the worker runs")
-  local r = ev:evaluate(fs.read(CANDS .. "naive.c"), { tune = false })
-  t.eq(r.status, "ok")
-  t.eq(r.worker, "sl1")
-  t.eq(ev:evaluate(fs.read(CANDS .. "wrong_eps.c"), { tune = false }).status, "incorrect")
-  pool:close()
+  local ok, err = pcall(function()
+    local r = ev:evaluate(fs.read(CANDS .. "naive.c"), { tune = false })
+    t.eq(r.status, "ok", r.message)
+    t.eq(r.worker, "sl1")
+    t.eq(ev:evaluate(fs.read(CANDS .. "wrong_eps.c"), { tune = false }).status, "incorrect")
+  end)
+  pool:close() -- also when a check failed: the next tests count jobs
+  if not ok then error(err, 0) end
   t.ok(until_true(function() return #daemons.squeue(cluster) == 0 end, 30), "allocation released")
 end)
 
@@ -66,7 +70,7 @@ t.test("faults: the Slurm job cancelled mid-evaluation: a new allocation takes t
   local r = proc.run { argv = { "scancel", jobs[1] }, env = cluster.env, timeout = 30 }
   t.eq(r.code, 0, r.stderr)
   local res = task.await(h)
-  t.eq(res.status, "ok")
+  t.eq(res.status, "ok", res.message)
   t.ok(pool.stats.retried >= 1, "the evaluation was retried")
   local after = daemons.squeue(cluster)
   t.eq(#after, 1, "a new allocation")
@@ -97,9 +101,31 @@ t.test("run: mkengine run parallel --workers on the local Slurm partition commit
   t.eq(#daemons.squeue(cluster), 0, "allocation released when the run ended")
 end)
 
+t.test("faults: the engine SIGKILLed: its Slurm worker gives the allocation back", function()
+  if not cluster then return t.skip(why) end
+  local script = tmp .. "/engine.lua"
+  fs.write(script, string.format([[
+local pool = require("mk.search.pool").new(require("mk.search.pool").load(%q))
+local ev = require("mk.search.eval").new(%q, { pool = pool })
+ev:freeze()
+print("frozen")
+io.stdout:flush()
+require("mk.services.task").sleep(1000)
+]], workers_file("sldie", 1), TASK))
+  local eng = assert(proc.spawn { argv = { MK, "script", script } })
+  t.eq(eng:read_line(), "frozen", eng:stderr())
+  t.eq(#daemons.squeue(cluster), 1, "the worker's allocation")
+  t.ok(eng:kill(9), "SIGKILL the engine")
+  t.eq(eng:wait().status, "signaled")
+  -- salloc died with the engine (SIGKILLed by the process wrapper): the
+  -- worker, left without its engine, cancels its own job
+  t.ok(until_true(function() return #daemons.squeue(cluster) == 0 end, 30), "allocation released")
+end)
+
 t.test("slurm: the cluster stops and nothing is left", function()
   if cluster then cluster.stop() end
-  local r = proc.run { argv = { "sh", "-c", "pgrep -f 'slurmctld -D -f " .. tmp .. "' || true" } }
+  -- (the bracket keeps pgrep's own shell from matching)
+  local r = proc.run { argv = { "sh", "-c", "pgrep -f '[s]lurm.* -f " .. tmp .. "|[m]unged .*" .. tmp .. "' || true" } }
   t.eq(r.stdout, "")
   fs.rm_rf(tmp)
 end)

@@ -66,7 +66,7 @@ local function evaluate_all(ev)
   for i, h in ipairs(hs) do
     local r = task.await(h)
     out[names[i]] = out[names[i]] or {}
-    table.insert(out[names[i]], r.status)
+    table.insert(out[names[i]], r)
   end
   return out
 end
@@ -74,7 +74,7 @@ end
 local function check_verdicts(got)
   for name, want in pairs(EXPECT) do
     t.eq(#got[name], 2, name .. " evaluated twice")
-    for _, st in ipairs(got[name]) do t.eq(st, want, name) end
+    for _, st in ipairs(got[name]) do t.eq(st.status, want, name .. ": " .. tostring(st.message)) end
   end
 end
 
@@ -216,7 +216,7 @@ t.test("ssh: a worker over a real OpenSSH server (BatchMode, multiplexed, host k
   local pool = pool_lib.new(pool_lib.load(workers_file("ssh", { ssh_worker("s1") })))
   local ev = eval.new(TASK, { pool = pool, bench = EVAL_OPTS.bench, probes = 1 })
   local r = ev:evaluate(fs.read(CANDS .. "naive.c"), { tune = false })
-  t.eq(r.status, "ok")
+  t.eq(r.status, "ok", r.message)
   t.eq(r.worker, "s1")
   t.ok(fs.isdir(tmp .. "/cache-s1/tasks"), "the task was shipped over ssh")
   pool:close()
@@ -275,6 +275,24 @@ t.test("run: mkengine run parallel --workers over loopback ssh commits every nod
   t.ok(n >= 3, "nodes committed: " .. n)
   t.ok(fs.isdir(tmp .. "/cache-r1/tasks"), "evaluations ran on the ssh worker")
   sshd.stop()
+end)
+
+t.test("faults: a run with no worker left stops (exit 1, failed); resume continues once workers are back", function()
+  local w = tmp .. "/resume-workers.lua"
+  fs.write(w, string.format("return { { kind = 'local', command = '/bin/false', cache = %q } }\n", tmp .. "/cache-res"))
+  local dir = tmp .. "/run-resume"
+  local r = assert(proc.run { argv = { MK, "run", "parallel", TASK, "--model", "scripted", "--set", "trajectories=2",
+    "--set", "iters=2", "--set", "tune=false", "--run-dir", dir, "--workers", w, "--quiet" }, timeout = 300 })
+  t.eq(r.code, 1, r.stderr)
+  t.contains(r.stderr, "no worker left")
+  t.ok(not r.stderr:find("stack traceback", 1, true), "one clear message, no traceback: " .. r.stderr)
+  t.eq(cjson.decode(fs.read(dir .. "/run.json")).status, "failed")
+  -- the workers are back (same file, now a real worker): resume finishes the run
+  fs.write(w, string.format("return { { kind = 'local', name = 'res', command = %q, cache = %q } }\n", MK,
+    tmp .. "/cache-res"))
+  r = assert(proc.run { argv = { MK, "resume", dir, "--quiet" }, timeout = 590 })
+  t.eq(r.code, 0, r.stderr)
+  t.eq(cjson.decode(fs.read(dir .. "/summary.json")).status, "done")
 end)
 
 t.test("workers: nothing left behind", function()

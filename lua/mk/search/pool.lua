@@ -144,7 +144,7 @@ function M.new(specs, opts)
   self.conns = {}
   self.next_id = 0
   self.tasks = {}
-  self.stats = { retried = 0, lost = 0 }
+  self.stats = { retried = 0, lost = 0, busy_s = 0 }
   self.control_dir = fs.tmpdir("mkssh")
   self.exe = opts.exe or require("mk.home").exe
   for i, spec in ipairs(specs) do
@@ -385,9 +385,12 @@ function Pool:request(task, op, files, opts, eval_opts)
       local id = self.next_id
       local q = task_lib.queue()
       c.pending[id] = q
+      local t0 = task_lib.now()
       send(c, { t = "req", id = id, task = t.id, op = op, files = files or cjson.empty_array,
         opts = opts or {}, eval = eval_opts or {} })
       local ok2, r = pcall(await, q)
+      -- slot-seconds held by requests: busy share = busy_s / (slots x wall)
+      self.stats.busy_s = self.stats.busy_s + (task_lib.now() - t0)
       if not ok2 then -- our task was cancelled: the slot is still good
         c.pending[id] = nil
         self:_release(s)
@@ -411,7 +414,7 @@ function Pool:request(task, op, files, opts, eval_opts)
     say(self, "evaluation on %s lost (%s); retrying elsewhere", c.label, tostring(why))
   end
   local msg = self.dead and "no worker left" or string.format("gave up after %d attempts", attempts)
-  error(setmetatable({ kind = "no_workers", message = msg .. (last and " (last: " .. last .. ")" or "")
+  error(setmetatable({ kind = "no_workers", exit = 1, message = msg .. (last and " (last: " .. last .. ")" or "")
     .. "; `mkengine resume RUN_DIR` continues once workers are back" },
     { __tostring = function(x) return x.message end }), 0)
 end

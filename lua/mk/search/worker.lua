@@ -251,7 +251,7 @@ function M.serve(opts)
     end
   end)
 
-  local code = 0
+  local code, said_bye = 0, false
   while true do
     local line = input:read_line()
     if not line then break end
@@ -292,8 +292,17 @@ function M.serve(opts)
     elseif msg.t == "req" then
       task_lib.spawn(serve_req, msg)
     elseif msg.t == "bye" then
+      said_bye = true
       break
     end
+  end
+  -- The engine went away without a bye (killed, connection lost). Inside a
+  -- Slurm allocation, give it back: the salloc that held it may have been
+  -- killed with the engine and could not release it itself.
+  local job = os.getenv("SLURM_JOB_ID")
+  if not said_bye and code == 0 and job and job:match("^%d+$") then
+    io.stderr:write("mkengine worker: engine gone, cancelling Slurm job ", job, "\n")
+    proc.run { argv = { "scancel", job }, timeout = 30 }
   end
   done = true
   beat:cancel()
