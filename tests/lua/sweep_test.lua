@@ -191,6 +191,9 @@ t.test("a run that finds no correct kernel is a result with best = nil, not a cr
     t.eq(res.entries[1].summary.best, nil)
     t.contains(progress_text(), "no correct kernel")
     t.matches(sweep.format(res), "beam a width=2 +run +1/4 nodes +%- ")
+    -- results.json read back as plain cjson (best is JSON null) formats too
+    local raw = cjson.decode(assert(fs.read(tmp .. "/nocorrect/results.json")))
+    t.matches(sweep.format(raw), "beam a width=1 +run +1/4 nodes +%- ")
   end
 end)
 

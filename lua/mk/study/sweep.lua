@@ -396,7 +396,8 @@ function sweep.format(results)
       c = e.summary.cost or {}
       correct = string.format("%s/%s nodes", tostring(math.tointeger(e.summary.correct_nodes) or "?"),
         tostring(math.tointeger(e.summary.nodes) or "?"))
-      sp = e.summary.best and e.summary.best.speedup and string.format("%.2fx", e.summary.best.speedup) or "-"
+      local best = type(e.summary.best) == "table" and e.summary.best or nil -- JSON null when read raw
+      sp = best and best.speedup and string.format("%.2fx", best.speedup) or "-"
     end
     L[#L + 1] = string.format("%3d  %-" .. w .. "s  %-5s  %-18s  %-15s  %10d  %9s  %7.1fs", e.index, e.label:sub(1, w), e.kind,
       correct, sp, math.floor((c.input_tokens or 0) + (c.output_tokens or 0)), string.format("$%.4f", c.usd or 0), c.wall_s or 0)
