@@ -12,6 +12,21 @@ local task_lib = require "mk.services.task"
 local rng_lib = require "mk.services.rng"
 local targets = require "mk.search.targets"
 
+--- What a strategy's `run(ctx)` receives (docs/strategies.md); for editors.
+---@class mk.ctx
+---@field task table the loaded task (mk.search.targets.load_task)
+---@field graph table the node graph (mk.search.graph)
+---@field run table the run directory (mk.search.rundir)
+---@field eval table the evaluator (mk.search.eval)
+---@field llm table the model client (mk.services.llm)
+---@field opts table the strategy's options (--set name=value)
+---@field seed integer
+---@field budget table|nil limits (mk.search.budget)
+---@field tasks table mk.services.task, for spawn/gather/semaphores
+---@field agents table<string, fun(a: table): any> plan, implement, fix, tests, tune, profile
+---@field device_s number device seconds spent so far
+---@field evaluations integer
+---@field usage {input_tokens: integer, output_tokens: integer, usd: number, llm_s: number, calls: integer}
 local Ctx = {}
 
 local M = {}
@@ -110,11 +125,14 @@ local TERMINAL = { auth = true, quota = true, bad_request = true, cache_miss = t
 --- (client), opts (strategy options), seed, budget (may be nil),
 --- log (function(fmt, ...)), agents (the sub-agents: a table with a
 --- module for each of M.AGENTS, as `require "agents"` returns; handed in,
---- never required here, so the search floor does not reach up).
+--- never required here, so the search floor does not reach up), prior (what
+--- earlier sessions of a resumed run spent, mk.search.ledger.read: counted
+--- by spent() and so by the budget).
+---@return mk.ctx
 function M.new(o)
   local ctx = setmetatable({
     task = o.task, graph = o.graph, run = o.run, eval = o.eval, llm = o.llm,
-    opts = o.opts or {}, seed = o.seed or 0, budget = o.budget,
+    opts = o.opts or {}, seed = o.seed or 0, budget = o.budget, prior = o.prior,
     log_fn = o.log, tasks = task_lib,
     device_s = 0, evaluations = 0, usage = { input_tokens = 0, output_tokens = 0, usd = 0, llm_s = 0, calls = 0 },
     _acc = setmetatable({}, { __mode = "k" }),
@@ -173,13 +191,15 @@ function Ctx:exhausted()
   return false
 end
 
---- What the run has spent so far: {tokens, input_tokens, output_tokens, usd, device_s, wall_s, llm_s}.
+--- What the run has spent so far, every session of a resumed run
+--- included: {tokens, input_tokens, output_tokens, usd, device_s, wall_s, llm_s}.
 function Ctx:spent()
-  local u = self.usage
+  local u, p = self.usage, self.prior or {}
+  local input, output = u.input_tokens + (p.input_tokens or 0), u.output_tokens + (p.output_tokens or 0)
   return {
-    tokens = u.input_tokens + u.output_tokens, input_tokens = u.input_tokens, output_tokens = u.output_tokens,
-    usd = u.usd, llm_s = u.llm_s, device_s = self.device_s,
-    wall_s = task_lib.now() - (self.started or task_lib.now()),
+    tokens = input + output, input_tokens = input, output_tokens = output,
+    usd = u.usd + (p.usd or 0), llm_s = u.llm_s + (p.llm_s or 0), device_s = self.device_s + (p.device_s or 0),
+    wall_s = task_lib.now() - (self.started or task_lib.now()) + (p.wall_s or 0),
   }
 end
 
@@ -239,8 +259,10 @@ end
 function Ctx:_measure(files, o)
   local t0 = task_lib.now()
   local res = self.eval:evaluate(files, o)
-  self.device_s = self.device_s + (res.device_s or (task_lib.now() - t0))
+  local device_s = res.device_s or (task_lib.now() - t0)
+  self.device_s = self.device_s + device_s
   self.evaluations = self.evaluations + 1
+  self:event { type = "evaluation", status = res.status, device_s = device_s } -- the ledger a resume reads
   return res
 end
 
@@ -441,6 +463,7 @@ function Ctx:evaluated(kind, parents, out, extra)
   end
   meta.profile = res.profile and res.profile.text
   meta.tune = res.tune
+  meta.worker = res.worker -- where it was evaluated (with --workers)
   if res.status == "ok" and extra.feedback then
     local fb = self.agents.profile { profile = res.profile, code = out.code,
       metrics = { status = "ok", metrics = res }, key = extra.key or kind }

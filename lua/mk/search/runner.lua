@@ -169,13 +169,15 @@ local function execute(o, run, info, resumed)
 
   local progress = require("mk.services.progress").new { quiet = o.quiet, json = o.json, label = info.strategy .. " " .. task.name }
   local function note(msg) progress:note(msg) end
+  -- what earlier sessions spent (a resumed run): budget and summary count it
+  local prior = require("mk.search.ledger").read(run:path("events.jsonl"))
   local budget
   if info.budget then
     local b = require "mk.search.budget"
     local limits, berr = info.budget, nil
     if type(limits) == "string" then limits, berr = b.parse(limits) end
     if not limits then input_error("bad --budget: " .. berr.message) end
-    budget = b.new(limits)
+    budget = b.new(limits, { used = { wall_s = prior.wall_s } })
   end
 
   do -- every event of the run also feeds the status line (or --json)
@@ -192,12 +194,16 @@ local function execute(o, run, info, resumed)
   note(string.format("mkengine: %s on %s with %s%s -> %s", info.strategy, task.name, client.label or info.model,
     resumed and " (resumed)" or "", run.dir))
 
+  if info.workers then -- evaluations go to the workers the file names (docs/workers.md)
+    run.pool = require("mk.search.pool").open(info.workers, { log = note })
+  end
   local ev = eval.new(task, { tests_dir = run.dir .. "/tests", jobs = info.jobs, seed = info.seed,
-    timeout = info.timeout })
+    timeout = info.timeout, pool = run.pool })
   run.evaluator = ev -- closed by run/resume whatever happens (it owns temporary work directories)
   local ctx = context.new { task = task, graph = run.graph, run = run, eval = ev, llm = client, opts = opts, agents = o.agents,
-    seed = info.seed or 0, budget = budget, log = function(msg) note(msg) end }
+    seed = info.seed or 0, budget = budget, prior = prior, log = function(msg) note(msg) end }
   ctx.started = task_lib.now()
+  run.spent = function() return ctx:spent() end -- recorded with each node event
 
   -- frozen tests, after the tests agent proposed extra shapes (recorded in
   -- run.json, so a resumed run freezes the same suite)
@@ -265,7 +271,7 @@ local function execute(o, run, info, resumed)
     best = summarize_node(best) or require("cjson").null,
     model = info.model, model_label = client.label, seed = info.seed, options = opts,
     cost = { input_tokens = spent.input_tokens, output_tokens = spent.output_tokens, usd = spent.usd,
-      llm_s = spent.llm_s, device_s = spent.device_s, wall_s = spent.wall_s, calls = totals.calls },
+      llm_s = spent.llm_s, device_s = spent.device_s, wall_s = spent.wall_s, calls = (totals.calls or 0) + prior.calls },
     budget_exhausted = select(2, ctx:exhausted()),
     resumed = resumed or nil,
   }
@@ -295,12 +301,25 @@ local function execute(o, run, info, resumed)
   return summary
 end
 
+-- The status a run that ended with error `err` keeps: "stopped" when a
+-- signal stopped the engine, else "failed".
+local function end_status(run, err)
+  local sig = task_lib.signal()
+  if sig or err == task_lib.CANCELLED then
+    pcall(run.event, run, { type = "stopped", signal = sig })
+    return "stopped"
+  end
+  return "failed"
+end
+
 -- Execute a run and release what it holds (evaluator work directories, the
--- run lock) whatever happens; a failure marks the run failed and re-raises.
+-- run lock) whatever happens; a failure marks the run failed (or stopped)
+-- and re-raises.
 local function execute_and_close(o, run, info, resumed)
   local ok, res = pcall(execute, o, run, info, resumed)
   if run.evaluator and run.evaluator.close then pcall(run.evaluator.close, run.evaluator) end
-  if not ok then pcall(run.set_status, run, "failed") end
+  if run.pool then pcall(run.pool.release, run.pool) end
+  if not ok then pcall(run.set_status, run, end_status(run, res)) end
   run:close()
   if not ok then error(res, 0) end
   return res
@@ -320,7 +339,9 @@ function runner.run(o)
     strategy = strategy_name, task_dir = fs.realpath(o.task) or o.task, set = o.set or {},
     seed = o.seed or 1, model = o.model, llm_config = o.llm_config, llm_cache = o.llm_cache,
     budget = o.budget, jobs = o.jobs, timeout = o.timeout,
+    workers = o.workers and (fs.realpath(o.workers) or input_error("workers file not found: " .. o.workers)),
   }
+  if info.workers then require("mk.search.pool").load(info.workers) end -- bad input fails before the run dir exists
   local run, err = rundir.create { root = o.root, dir = o.run_dir, strategy = strategy_name:gsub("^.*/", ""):gsub("%.lua$", ""),
     task = task_slug(o.task), options = info, seed = info.seed, model = o.model }
   if not run then input_error("cannot create the run directory: " .. err.message) end

@@ -7,6 +7,7 @@
 local cjson = require "cjson"
 local fs = require "mk.fs"
 local metrics = require "mk.study.metrics"
+local util = require "mk.services.util"
 
 local report = {}
 
@@ -21,13 +22,7 @@ local function clean(v)
   return v
 end
 
-local function read_json(path)
-  local text = fs.read(path)
-  if not text then return nil end
-  local ok, v = pcall(cjson.decode, text)
-  if not ok then return nil, { kind = "corrupt", message = path .. ": " .. tostring(v) } end
-  return clean(v)
-end
+local read_json = util.read_json
 report.read_json = read_json
 
 --- Read a JSON-lines file; a torn last line (a killed writer) is skipped.
@@ -88,13 +83,7 @@ end
 local function fmt_x(x) x = num(x); return x and string.format("%.2f×", x) or "–" end
 local function fmt_usd(x) x = num(x); return x and string.format("$%.4f", x) or "–" end
 
-local function fmt_s(x)
-  x = num(x)
-  if not x then return "–" end
-  if x < 120 then return string.format("%.1f s", x) end
-  if x < 7200 then return string.format("%.1f min", x / 60) end
-  return string.format("%.2f h", x / 3600)
-end
+local fmt_s = util.fmt_s
 
 -- Run directories ----------------------------------------------------------
 
@@ -402,17 +391,40 @@ end
 
 local PALETTE = { "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22" }
 
+-- Tick values of a log axis: powers of ten, or 1-2-5 steps when the axis
+-- spans less than three decades.
+local function log_ticks(lo, hi)
+  local ticks = {}
+  local e0, e1 = math.floor(math.log(lo, 10)), math.ceil(math.log(hi, 10))
+  local mult = (e1 - e0) < 3 and { 1, 2, 5 } or { 1 }
+  for e = e0, e1 do
+    for _, m in ipairs(mult) do
+      local v = m * 10 ^ e
+      if v >= lo * (1 - 1e-9) and v <= hi * (1 + 1e-9) then ticks[#ticks + 1] = v end
+    end
+  end
+  return ticks
+end
+
 --- A line chart as inline SVG. spec = {series = {{name=, points={{x,y}...},
---- color=}}, xlabel=, ylabel=, step=bool, hlines={y...}, width=, height=,
---- ymin=, xmin=}.
+--- color=, band={{x, lo, hi}...}}}, xlabel=, ylabel=, step=bool,
+--- hlines={y...}, vlines={{x=, label=}...}, xlog=bool (log-scaled x axis;
+--- points with x <= 0 are left out), width=, height=, ymin=, xmin=}. A
+--- series' band is shaded around its line (e.g. the spread over repeats).
 function report.svg_chart(spec)
   local W, H = spec.width or 460, spec.height or 260
   local L, R, T, B = 56, 14, 14, 42
   local xmin, xmax, ymin, ymax = spec.xmin, nil, spec.ymin, nil
+  local function usable(x) return not spec.xlog or x > 0 end
   for _, s in ipairs(spec.series) do
     for _, p in ipairs(s.points) do
-      xmin = math.min(xmin or p[1], p[1]); xmax = math.max(xmax or p[1], p[1])
-      ymin = math.min(ymin or p[2], p[2]); ymax = math.max(ymax or p[2], p[2])
+      if usable(p[1]) then
+        xmin = math.min(xmin or p[1], p[1]); xmax = math.max(xmax or p[1], p[1])
+        ymin = math.min(ymin or p[2], p[2]); ymax = math.max(ymax or p[2], p[2])
+      end
+    end
+    for _, p in ipairs(s.band or {}) do
+      if usable(p[1]) then ymin = math.min(ymin or p[2], p[2]); ymax = math.max(ymax or p[3], p[3]) end
     end
   end
   for _, y in ipairs(spec.hlines or {}) do
@@ -423,17 +435,20 @@ function report.svg_chart(spec)
     out[#out + 1] = string.format('<text x="%d" y="%d" text-anchor="middle" class="muted">no data</text></svg>', W // 2, H // 2)
     return table.concat(out)
   end
-  if xmax == xmin then xmax = xmin + 1 end
+  if xmax == xmin then xmax = spec.xlog and xmin * 10 or xmin + 1 end
   if ymax == ymin then ymax = ymin + 1 end
   ymax = ymax + (ymax - ymin) * 0.08
-  local function X(x) return L + (x - xmin) / (xmax - xmin) * (W - L - R) end
+  local function X(x)
+    if spec.xlog then return L + math.log(x / xmin) / math.log(xmax / xmin) * (W - L - R) end
+    return L + (x - xmin) / (xmax - xmin) * (W - L - R)
+  end
   local function Y(y) return H - B - (y - ymin) / (ymax - ymin) * (H - T - B) end
   for _, v in ipairs(nice_ticks(ymin, ymax, 5)) do
     out[#out + 1] = string.format('<line class="grid" x1="%d" x2="%d" y1="%.1f" y2="%.1f"/>'
       .. '<text class="tick" x="%d" y="%.1f" text-anchor="end">%s</text>',
       L, W - R, Y(v), Y(v), L - 4, Y(v) + 4, esc(tick_label(v)))
   end
-  for _, v in ipairs(nice_ticks(xmin, xmax, 6)) do
+  for _, v in ipairs(spec.xlog and log_ticks(xmin, xmax) or nice_ticks(xmin, xmax, 6)) do
     out[#out + 1] = string.format('<text class="tick" x="%.1f" y="%d" text-anchor="middle">%s</text>', X(v), H - B + 15, esc(tick_label(v)))
   end
   out[#out + 1] = string.format('<line class="axis" x1="%d" x2="%d" y1="%d" y2="%d"/><line class="axis" x1="%d" x2="%d" y1="%d" y2="%d"/>',
@@ -441,10 +456,37 @@ function report.svg_chart(spec)
   for _, y in ipairs(spec.hlines or {}) do
     out[#out + 1] = string.format('<line class="hline" x1="%d" x2="%d" y1="%.1f" y2="%.1f"/>', L, W - R, Y(y), Y(y))
   end
+  for _, v in ipairs(spec.vlines or {}) do
+    if usable(v.x) and v.x >= xmin and v.x <= xmax then
+      local x = X(v.x)
+      out[#out + 1] = string.format('<line class="hline" x1="%.1f" x2="%.1f" y1="%d" y2="%d"/>'
+        .. '<text class="tick" x="%.1f" y="%d" text-anchor="%s">%s</text>', x, x, T, H - B, x - 3, T + 8,
+        x > W - R - 40 and "end" or "middle", esc(v.label or ""))
+    end
+  end
   for i, s in ipairs(spec.series) do
     local color = s.color or PALETTE[(i - 1) % #PALETTE + 1]
+    if s.band and #s.band > 0 then -- upper edge left to right, lower edge back
+      local up, down = {}, {}
+      local prev
+      for _, p in ipairs(s.band) do
+        if usable(p[1]) then
+          if spec.step and prev then
+            up[#up + 1] = string.format("%.1f,%.1f", X(p[1]), Y(prev[3]))
+            table.insert(down, 1, string.format("%.1f,%.1f", X(p[1]), Y(prev[2])))
+          end
+          up[#up + 1] = string.format("%.1f,%.1f", X(p[1]), Y(p[3]))
+          table.insert(down, 1, string.format("%.1f,%.1f", X(p[1]), Y(p[2])))
+          prev = p
+        end
+      end
+      out[#out + 1] = string.format('<polygon class="band" fill="%s" fill-opacity="0.18" stroke="none" points="%s %s"/>',
+        color, table.concat(up, " "), table.concat(down, " "))
+    end
     local d = {}
-    for j, p in ipairs(s.points) do
+    local pts = {}
+    for _, p in ipairs(s.points) do if usable(p[1]) then pts[#pts + 1] = p end end
+    for j, p in ipairs(pts) do
       if j == 1 then
         d[#d + 1] = string.format("M%.1f,%.1f", X(p[1]), Y(p[2]))
       elseif spec.step then
@@ -455,7 +497,7 @@ function report.svg_chart(spec)
     end
     out[#out + 1] = string.format('<path class="line" stroke="%s" d="%s"><title>%s</title></path>',
       color, table.concat(d), esc(s.name or ""))
-    for _, p in ipairs(s.points) do
+    for _, p in ipairs(pts) do
       if not p.hide then
         out[#out + 1] = string.format('<circle class="pt" cx="%.1f" cy="%.1f" r="2.5" fill="%s"><title>%s</title></circle>',
           X(p[1]), Y(p[2]), color, esc((s.name and (s.name .. ": ") or "") .. (p.label or (tick_label(p[1]) .. ", " .. tick_label(p[2])))))
@@ -755,6 +797,8 @@ local function fast_curve_chart(rows, name, xmax)
   return { name = name or "fast_p", points = pts }
 end
 
+--- One self-contained page around `body` (HTML), with the report's CSS and
+--- node-panel script; `store` maps tree node keys to node data (may be {}).
 local function page(title, sub, body, store)
   return table.concat({
     "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
@@ -768,6 +812,8 @@ local function page(title, sub, body, store)
     "</script><script>", JS, "</script></body></html>\n",
   })
 end
+
+report.page = page
 
 --- Nodes with the same source share one measurement record: the one with
 --- the most measurements (committed last) is shown on all of them, since a

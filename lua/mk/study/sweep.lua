@@ -16,20 +16,11 @@ local runner_lib = require "mk.search.runner"
 
 local sweep = {}
 
-local read_json = bench.read_json
+local util = require "mk.services.util"
+local read_json = util.read_json
 
-local function slug(s)
-  s = tostring(s):gsub("[^%w%._=%-]+", "_"):gsub("^_+", ""):gsub("_+$", "")
-  if #s > 60 then s = s:sub(1, 60) end
-  return s ~= "" and s or "entry"
-end
-
-local function copy(t)
-  if type(t) ~= "table" then return t end
-  local r = {}
-  for k, v in pairs(t) do r[k] = copy(v) end
-  return r
-end
+local function slug(s) return util.slug(s, "entry", 60) end
+local copy = util.copy
 
 local function default_label(o)
   local bits = { o.strategy or "?" }
@@ -125,7 +116,8 @@ function sweep.new(opts)
       e.how = "ran"
       if fs.exists(dir) then fs.rm_rf(dir) end -- died before run.json: start over
       ok, res = pcall(runner, { strategy = o.strategy, task = o.task, set = copy(o.set) or {}, seed = o.seed, model = o.model,
-        llm_config = o.llm_config, llm_cache = o.llm_cache, budget = o.budget, run_dir = dir, quiet = true, jobs = o.jobs })
+        llm_config = o.llm_config, llm_cache = o.llm_cache, budget = o.budget, run_dir = dir, quiet = true, jobs = o.jobs,
+        workers = o.workers })
     end
     if not ok or type(res) ~= "table" then
       local task = package.loaded["mk.services.task"]
