@@ -73,7 +73,8 @@ M.OPTIONS = OPTIONS
 -- name close to a member is a misspelling.
 local OPTIONAL = { budget = true, run = true, log_fn = true, started = true, stopped = true, on_node = true,
   eval = true, llm = true }
-local MEMBERS = { "task", "graph", "run", "eval", "llm", "opts", "seed", "budget", "tasks", "agents", "better" }
+local MEMBERS = { "task", "graph", "run", "eval", "llm", "opts", "seed", "budget", "tasks", "agents", "better",
+  "device_s", "evaluations", "usage" }
 
 -- Edit distance with adjacent transpositions (optimal string alignment).
 local function distance(a, b)
