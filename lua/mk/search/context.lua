@@ -318,7 +318,7 @@ function Ctx:_shared(rec, files, o)
     local br = self.eval:remeasure(files, o)
     self.device_s = self.device_s + (br.wall_s or (task_lib.now() - t0))
     -- no build to re-time (a resumed run's record): measure it afresh
-    if br.status ~= "ok" then br = self:_measure(files, o) end
+    if br.kind == "not_evaluated" then br = self:_measure(files, o) end
     if br.status == "ok" and br.latency_s then
       local samples = table.move(rec.samples, 1, #rec.samples, 1, {})
       samples[#samples + 1] = br.latency_s
