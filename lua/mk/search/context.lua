@@ -71,7 +71,7 @@ M.OPTIONS = OPTIONS
 
 -- Fields a ctx may lack (nil) that engine code reads; any other missing
 -- name close to a member is a misspelling.
-local OPTIONAL = { budget = true, run = true, log_fn = true, started = true, stopped = true, on_node = true,
+local OPTIONAL = { budget = true, run = true, log_fn = true, started = true, stopped = true, on_node = true, prior = true,
   eval = true, llm = true }
 local MEMBERS = { "task", "graph", "run", "eval", "llm", "opts", "seed", "budget", "tasks", "agents", "better",
   "device_s", "evaluations", "usage" }
