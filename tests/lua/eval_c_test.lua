@@ -132,6 +132,22 @@ t.test("the expected outputs are not visible inside the candidate's sandbox", fu
   fs.rm_rf(d)
 end)
 
+t.test("remeasure re-times the build evaluate made; files it never measured say not_evaluated", function()
+  local ev = eval.new(RMS, { bench_sizes = { rows = 64, cols = 96 }, threads = 1, llc_bytes = 1 << 16,
+    bench = { min_time = 0.02 } })
+  local src = fs.read(RMS .. "/scripted/simd.c")
+  local before = ev:remeasure(src)
+  t.eq(before.status, "error"); t.eq(before.kind, "not_evaluated")
+  local builds = ev.builds
+  local r = ev:evaluate(src)
+  t.eq(r.status, "ok", r.message)
+  local again = ev:remeasure(src)
+  t.eq(again.status, "ok", again.message)
+  t.ok(again.latency_s > 0 and again.latency_s < 100 * r.latency_s, "a fresh timing of the same kernel")
+  t.eq(ev.builds, builds + 1, "re-timing compiles nothing")
+  ev:close()
+end)
+
 t.test("evaluate reports statuses, speedup and a profile with achieved rates and a bound", function()
   local ev = eval.new(RMS, { bench_sizes = { rows = 64, cols = 96 }, threads = 1, llc_bytes = 1 << 16,
     bench = { min_time = 0.02 } })

@@ -161,11 +161,15 @@ t.test("the sweep groups runs by each swept parameter with the median and min-ma
   t.near(rows[3].min, 1.51, 1e-12); t.near(rows[3].max, 1.52, 1e-12)
   t.near(rows[4].median, 1 + 3 / 4 + 0.015, 1e-12)
   t.near(rows[1].median, (1.51 + 1.52 + 1.76 + 1.77) / 4, 1e-12) -- depth does not change the fake's best
-  t.matches(sweep.format(r), "width +3 +median +1%.77x +%(min 1%.76x, max 1%.77x, 4 runs, 4 correct%)")
+  -- the bootstrap interval of a median over 4 runs lies within their range and holds the median
+  t.ok(rows[3].low >= rows[3].min and rows[3].high <= rows[3].max, "interval inside min-max")
+  t.ok(rows[3].low <= rows[3].median and rows[3].median <= rows[3].high, "interval holds the median")
+  t.eq(rows[3].level, 0.95)
+  t.matches(sweep.format(r), "width +3 +median +1%.77x +%[1%.7%d, 1%.77%] +%(min 1%.76x, max 1%.77x, 4 runs, 4 correct%)")
   local report = require "mk.study.report"
   local html = report.html(assert(report.load(tmp .. "/grid-live")))
   t.contains(html, "<h2>By parameter</h2>")
-  t.contains(html, '<td class="l">width</td><td class="l">3</td><td>1.77×</td><td>1.76×</td><td>1.77×</td><td>4</td>')
+  t.matches(html, '<td class="l">width</td><td class="l">3</td><td>1%.77×</td><td>1%.7%d – 1%.77</td><td>1%.76×</td><td>1%.77×</td><td>4</td>')
 end)
 
 t.test("a run that finds no correct kernel is a result with best = nil, not a crash", function()
@@ -191,6 +195,9 @@ t.test("a run that finds no correct kernel is a result with best = nil, not a cr
     t.eq(res.entries[1].summary.best, nil)
     t.contains(progress_text(), "no correct kernel")
     t.matches(sweep.format(res), "beam a width=2 +run +1/4 nodes +%- ")
+    -- results.json read back as plain cjson (best is JSON null) formats too
+    local raw = cjson.decode(assert(fs.read(tmp .. "/nocorrect/results.json")))
+    t.matches(sweep.format(raw), "beam a width=1 +run +1/4 nodes +%- ")
   end
 end)
 

@@ -71,9 +71,10 @@ M.OPTIONS = OPTIONS
 
 -- Fields a ctx may lack (nil) that engine code reads; any other missing
 -- name close to a member is a misspelling.
-local OPTIONAL = { budget = true, run = true, log_fn = true, started = true, stopped = true, on_node = true,
+local OPTIONAL = { budget = true, run = true, log_fn = true, started = true, stopped = true, on_node = true, prior = true,
   eval = true, llm = true }
-local MEMBERS = { "task", "graph", "run", "eval", "llm", "opts", "seed", "budget", "tasks", "agents", "better" }
+local MEMBERS = { "task", "graph", "run", "eval", "llm", "opts", "seed", "budget", "tasks", "agents", "better",
+  "device_s", "evaluations", "usage" }
 
 -- Edit distance with adjacent transpositions (optimal string alignment).
 local function distance(a, b)
@@ -317,7 +318,7 @@ function Ctx:_shared(rec, files, o)
     local br = self.eval:remeasure(files, o)
     self.device_s = self.device_s + (br.wall_s or (task_lib.now() - t0))
     -- no build to re-time (a resumed run's record): measure it afresh
-    if br.status ~= "ok" then br = self:_measure(files, o) end
+    if br.kind == "not_evaluated" then br = self:_measure(files, o) end
     if br.status == "ok" and br.latency_s then
       local samples = table.move(rec.samples, 1, #rec.samples, 1, {})
       samples[#samples + 1] = br.latency_s

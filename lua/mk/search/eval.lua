@@ -338,11 +338,14 @@ end
 
 --- Benchmark files that `evaluate` measured before once more, on the same
 --- build (the autotuned configuration included): {status, latency_s,
---- spread, wall_s}. Lets identical candidates of a run share one record.
+--- spread, wall_s}; {status = "error", kind = "not_evaluated"} when this
+--- evaluator never measured them. Lets identical candidates share a record.
 function Evaluator:remeasure(files)
   files = files_of(self, files)
   local build = self.last_build and self.last_build[key_of(files)]
-  if not build then return { status = "error", message = "remeasure: these files were not evaluated" } end
+  if not build then
+    return { status = "error", kind = "not_evaluated", message = "remeasure: these files were not evaluated" }
+  end
   return self:_exclusive(self.target.bench, self.task, build, self:_bench_opts())
 end
 

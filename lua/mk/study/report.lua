@@ -1096,11 +1096,12 @@ local function sweep_body(sw, store)
   if #groups > 0 then
     parts[#parts + 1] = "<h2>By parameter</h2><p class=\"sub\">each value of each swept parameter over its runs "
       .. "(seeds and the other parameters): best speedup of a run (1.00× when it found no correct kernel), "
-      .. "bench geomean; median and min–max</p><table><tr><th class=\"l\">parameter</th><th class=\"l\">value</th>"
-      .. "<th>median</th><th>min</th><th>max</th><th>runs</th><th>correct</th></tr>"
+      .. "bench geomean; median, a 95 % bootstrap interval of it, min–max</p><table><tr><th class=\"l\">parameter</th>"
+      .. "<th class=\"l\">value</th><th>median</th><th>95 % interval</th><th>min</th><th>max</th><th>runs</th><th>correct</th></tr>"
     for _, g in ipairs(groups) do
-      parts[#parts + 1] = string.format('<tr><td class="l">%s</td><td class="l">%s</td><td>%s</td><td>%s</td><td>%s</td>'
-        .. "<td>%d</td><td>%d</td></tr>", esc(g.param), esc(g.value), fmt_x(g.median), fmt_x(g.min), fmt_x(g.max), g.n, g.correct)
+      parts[#parts + 1] = string.format('<tr><td class="l">%s</td><td class="l">%s</td><td>%s</td><td>%s – %s</td><td>%s</td>'
+        .. "<td>%s</td><td>%d</td><td>%d</td></tr>", esc(g.param), esc(g.value), fmt_x(g.median), fmt(g.low), fmt(g.high),
+        fmt_x(g.min), fmt_x(g.max), g.n, g.correct)
     end
     parts[#parts + 1] = "</table>"
   end

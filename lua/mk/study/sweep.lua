@@ -12,6 +12,7 @@ local cjson = require "cjson"
 local fs = require "mk.fs"
 local metrics = require "mk.study.metrics"
 local bench = require "mk.study.bench"
+local compare = require "mk.study.compare"
 local runner_lib = require "mk.search.runner"
 
 local sweep = {}
@@ -304,9 +305,12 @@ local PARAMS = { "strategy", "task", "suite", "model" }
 
 --- Group a sweep's finished entries by each parameter that varies (every
 --- `set` key, and strategy / task / suite / model when they differ), one row
---- per value: {param, value, n, correct, median, min, max, values}, the
---- statistics taken over the entries with that value (the seeds and the
---- other parameters). Errors are left out. Rows in parameter, value order.
+--- per value: {param, value, n, correct, median, low, high, level, min,
+--- max, values}, the statistics taken over the entries with that value
+--- (the seeds and the other parameters); low-high is a seeded 95 %
+--- bootstrap interval of the median (mk.study.compare.bootstrap, 1000
+--- replicates: with 2 runs it is the runs' range). Errors are left out.
+--- Rows in parameter, value order.
 ---@param results table
 function sweep.groups(results)
   local by = {} -- param -> value text -> row
@@ -341,6 +345,11 @@ function sweep.groups(results)
       row.n = #row.values
       row.median = metrics.median(row.values)
       row.min, row.max = math.min(table.unpack(row.values)), math.max(table.unpack(row.values))
+      -- a seeded bootstrap interval of the median over the runs (mk.study.compare's)
+      local units = {}
+      for i, x in ipairs(row.values) do units[i] = x end
+      local ci = compare.bootstrap(units, function(us) return metrics.median(us) end, { n = 1000, within = false })
+      row.low, row.high, row.level = ci.low, ci.high, ci.level
       rows[#rows + 1] = row
     end
   end
@@ -357,10 +366,11 @@ end
 function sweep.format_groups(results)
   local rows = sweep.groups(results)
   if #rows == 0 then return "" end
-  local L = { "by parameter (best speedup per run, 1.0x when none was correct; median and min-max over its runs):" }
+  local L = { "by parameter (best speedup per run, 1.0x when none was correct; median over its runs, "
+    .. "95% bootstrap interval of the median, min-max):" }
   for _, r in ipairs(rows) do
-    L[#L + 1] = string.format("  %-14s %-12s median %6.2fx  (min %.2fx, max %.2fx, %d runs, %d correct)", r.param,
-      r.value:sub(1, 12), r.median, r.min, r.max, r.n, r.correct)
+    L[#L + 1] = string.format("  %-14s %-12s median %6.2fx  [%.2f, %.2f]  (min %.2fx, max %.2fx, %d runs, %d correct)",
+      r.param, r.value:sub(1, 12), r.median, r.low, r.high, r.min, r.max, r.n, r.correct)
   end
   return table.concat(L, "\n") .. "\n"
 end
@@ -388,7 +398,8 @@ function sweep.format(results)
       c = e.summary.cost or {}
       correct = string.format("%s/%s nodes", tostring(math.tointeger(e.summary.correct_nodes) or "?"),
         tostring(math.tointeger(e.summary.nodes) or "?"))
-      sp = e.summary.best and e.summary.best.speedup and string.format("%.2fx", e.summary.best.speedup) or "-"
+      local best = type(e.summary.best) == "table" and e.summary.best or nil -- JSON null when read raw
+      sp = best and best.speedup and string.format("%.2fx", best.speedup) or "-"
     end
     L[#L + 1] = string.format("%3d  %-" .. w .. "s  %-5s  %-18s  %-15s  %10d  %9s  %7.1fs", e.index, e.label:sub(1, w), e.kind,
       correct, sp, math.floor((c.input_tokens or 0) + (c.output_tokens or 0)), string.format("$%.4f", c.usd or 0), c.wall_s or 0)
