@@ -491,6 +491,48 @@ static int repo_ls(lua_State *L) {
   return 1;
 }
 
+typedef struct {
+  lua_State *L;
+  git_odb *odb;
+} missing_walk;
+
+static int missing_cb(const char *root, const git_tree_entry *entry, void *payload) {
+  missing_walk *w = payload;
+  if (git_tree_entry_type(entry) == GIT_OBJECT_BLOB && !git_odb_exists(w->odb, git_tree_entry_id(entry))) {
+    lua_pushfstring(w->L, "%s%s", root, git_tree_entry_name(entry));
+    lua_rawseti(w->L, -2, (lua_Integer)lua_rawlen(w->L, -2) + 1);
+  }
+  return 0;
+}
+
+/* repo:missing(rev) -> { path, ... } the files of the commit whose blob is
+ * not in the object database ({} for a whole commit), or nil, err when the
+ * commit or one of its trees cannot be read (a damaged repository). */
+static int repo_missing(lua_State *L) {
+  mk_git_repo *r = check_repo(L, 1);
+  const char *spec = luaL_checkstring(L, 2);
+  git_commit *c = NULL;
+  git_tree *tree = NULL;
+  git_odb *odb = NULL;
+  int rc = lookup_commit(r->repo, spec, &c);
+  if (rc < 0) return push_git_error(L, rc, "cannot find commit");
+  rc = git_commit_tree(&tree, c);
+  git_commit_free(c);
+  if (rc < 0) return push_git_error(L, rc, "cannot read tree");
+  rc = git_repository_odb(&odb, r->repo);
+  if (rc < 0) {
+    git_tree_free(tree);
+    return push_git_error(L, rc, "cannot open object database");
+  }
+  lua_newtable(L);
+  missing_walk w = {L, odb};
+  rc = git_tree_walk(tree, GIT_TREEWALK_PRE, missing_cb, &w);
+  git_tree_free(tree);
+  git_odb_free(odb);
+  if (rc < 0) return push_git_error(L, rc, "cannot walk tree");
+  return 1;
+}
+
 /* repo:info(rev) -> {oid, tree, parents = {oid...}, message, time, author} */
 static int repo_info(lua_State *L) {
   mk_git_repo *r = check_repo(L, 1);
@@ -665,7 +707,7 @@ int luaopen_mk_git(lua_State *L) {
       {"commit", repo_commit},       {"set_ref", repo_set_ref}, {"delete_ref", repo_delete_ref},
       {"ref", repo_ref},             {"refs", repo_refs},       {"symref", repo_symref},
       {"read", repo_read},           {"ls", repo_ls},           {"info", repo_info},
-      {"exists", repo_exists},       {"diff", repo_diff},       {"pack_refs", repo_pack_refs},
+      {"exists", repo_exists},       {"missing", repo_missing},       {"diff", repo_diff},       {"pack_refs", repo_pack_refs},
       {"path", repo_path},           {"close", repo_close},     {NULL, NULL}};
   if (luaL_newmetatable(L, REPO_MT)) {
     luaL_newlib(L, repo_m);

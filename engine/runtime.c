@@ -116,6 +116,27 @@ int luaopen_mk_home(lua_State *L) {
   return 1;
 }
 
+/* The Lua allocator: realloc/free, counting what it holds so that mk.limits
+ * can bound the memory of code the engine does not trust (a task.lua). */
+static void *counting_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  mk_runtime *rt = ud;
+  size_t old = ptr ? osize : 0;
+  if (nsize == 0) {
+    free(ptr);
+    rt->mem_used -= old;
+    return NULL;
+  }
+  if (rt->mem_limit && nsize > old && rt->mem_used + (nsize - old) > rt->mem_limit) return NULL;
+  void *p = realloc(ptr, nsize);
+  if (p) rt->mem_used = rt->mem_used - old + nsize;
+  return p;
+}
+
+static int panic(lua_State *L) {
+  fprintf(stderr, "mkengine: unprotected Lua error: %s\n", lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
+  return 0; /* abort */
+}
+
 mk_runtime *mk_runtime_new(void) {
   mk_runtime *rt = calloc(1, sizeof *rt);
   if (!rt) return NULL;
@@ -124,13 +145,14 @@ mk_runtime *mk_runtime_new(void) {
     return NULL;
   }
   find_home(rt);
-  lua_State *L = luaL_newstate();
+  lua_State *L = lua_newstate(counting_alloc, rt);
   if (!L) {
     uv_loop_close(&rt->loop);
     free(rt);
     return NULL;
   }
   rt->L = L;
+  lua_atpanic(L, panic);
   *(mk_runtime **)lua_getextraspace(L) = rt; /* copied into every new thread */
   luaL_openlibs(L);
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);

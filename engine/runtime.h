@@ -21,6 +21,8 @@ struct mk_runtime {
   int unobserved_ref;     /* table: handle -> true for errors nobody awaited */
   int cancelled_ref;      /* the task.CANCELLED error value */
   int signal;             /* SIGINT/SIGTERM received (0: none): every task was cancelled */
+  size_t mem_used;        /* bytes the Lua allocator holds */
+  size_t mem_limit;       /* allocations beyond this fail (0: no limit); see mk.limits */
   uv_signal_t sig_handles[2];
 };
 

@@ -103,6 +103,19 @@ function cli.help()
   return table.concat(lines, "\n")
 end
 
+--- Fail with one line (a run or engine failure, not bad input): exit code 1.
+function cli.fail(msg)
+  error(setmetatable({ exit = 1, message = msg:match("^[^\n]*") },
+    { __tostring = function(e) return e.message end }), 0)
+end
+
+--- JSON text for stdout: valid UTF-8 whatever a model, a compiler or a
+--- kernel wrote (invalid bytes become U+FFFD).
+---@param v any
+function cli.json(v)
+  return require("cjson").encode(require("mk.services.text").clean(v))
+end
+
 --- Entry point called by the C main with the raw argv (without argv[0]).
 function cli.main(args)
   local cmd = args[1]

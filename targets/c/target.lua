@@ -193,9 +193,13 @@ function M.load(dir)
   local env = { math = math, string = string, table = table, ipairs = ipairs, pairs = pairs, tostring = tostring }
   local chunk, err = load(src, "@" .. dir .. "/task.lua", "t", env)
   if not chunk then return bad(err) end
-  local ok, t = pcall(chunk)
-  if not ok then return bad(dir .. "/task.lua: " .. tostring(t)) end
-  local task, verr = validate(t, dir)
+  -- the file is code: bounded in CPU time and memory (an endless loop or a
+  -- runaway table must end in a clear error, not a hung engine)
+  local guard = require "mk.services.guard"
+  local ok, t = guard.call(dir .. "/task.lua", nil, chunk)
+  if not ok then return bad(type(t) == "table" and t.message or (dir .. "/task.lua: " .. tostring(t))) end
+  local okv, task, verr = guard.call(dir .. "/task.lua", nil, validate, t, dir)
+  if not okv then return bad(type(task) == "table" and task.message or tostring(task)) end
   if not task then return nil, verr end
   local ref = fs.read(dir .. "/reference.c")
   if not ref then return bad("cannot read " .. dir .. "/reference.c") end
@@ -498,16 +502,21 @@ function M.compile(task, files, workdir, opts)
     local why = M.screen(src)
     if why then return result("rejected", "the kernel " .. why, { wall_s = 0, workdir = workdir }) end
   end
-  fs.mkdirs(workdir)
+  local okd, derr = fs.mkdirs(workdir)
+  if not okd then return result("error", "cannot create the build directory: " .. tostring(derr and derr.message)) end
   workdir = fs.realpath(workdir)
-  for name, text in pairs(files) do
+  for name in pairs(files) do
     if not name:match("^[%w_.%-]+$") then
       return result("rejected", "bad file name " .. name)
     end
-    fs.write(workdir .. "/" .. name, text)
   end
-  fs.write(workdir .. "/mk_proto.h", proto_source(task))
-  fs.write(workdir .. "/mk_glue.c", glue_source(task))
+  -- the machine, not the candidate, fails a write (a full disk): status "error"
+  local sources = { ["mk_proto.h"] = proto_source(task), ["mk_glue.c"] = glue_source(task) }
+  for name, text in pairs(files) do sources[name] = text end
+  for name, text in pairs(sources) do
+    local okw, werr = fs.write(workdir .. "/" .. name, text)
+    if not okw then return result("error", "cannot write the sources: " .. tostring(werr and werr.message)) end
+  end
   fs.remove(workdir .. "/kernel.so")
   local argv = { opts.cc or os.getenv("CC") or "cc", "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared",
     "-include", "mk_proto.h", "-Wl,-z,defs", "-o", "kernel.so" }
@@ -529,6 +538,8 @@ function M.compile(task, files, workdir, opts)
   base.log = trim_log((r.stderr or "") .. (r.stdout or ""), workdir)
   if r.status == "timeout" then return result("compile_error", "the compiler took longer than " .. (opts.timeout or 120) .. "s", base) end
   if r.status ~= "exited" or r.code ~= 0 or not fs.exists(workdir .. "/kernel.so") then
+    local why = M.machine_failure(r, workdir)
+    if why then return result("error", "the compiler could not work: " .. why, base) end
     return result("compile_error", "compilation failed:\n" .. base.log, base)
   end
   base.so = workdir .. "/kernel.so"
@@ -537,6 +548,24 @@ function M.compile(task, files, workdir, opts)
     if why then return result("rejected", "the kernel " .. why, base) end
   end
   return result("ok", "", base)
+end
+
+-- A failed compile that is the machine's fault, not the candidate's: the
+-- compiler could not be started (exit 126/127), or it reports a full disk
+-- and the disk is indeed full (a candidate's `#error No space left on
+-- device` alone must not pass for one). Returns the reason or nil.
+function M.machine_failure(r, workdir)
+  if r.status == "exited" and (r.code == 126 or r.code == 127) then
+    return "it could not be started (exit " .. r.code .. "): " .. (r.stderr or ""):match("^[^\n]*")
+  end
+  local log = (r.stderr or "") .. (r.stdout or "")
+  if log:find("No space left on device") or log:find("Disk quota exceeded") then
+    local probe = workdir .. "/.mk-space-probe"
+    local ok, err = fs.write(probe, string.rep("\0", 1 << 20), { atomic = false })
+    fs.remove(probe)
+    if not ok then return "the disk is full (" .. tostring(err and err.message) .. ")" end
+  end
+  return nil
 end
 
 --- Code that would run when the shared object is loaded, before the
@@ -594,7 +623,10 @@ end
 function M.freeze(task, tests_dir, opts)
   opts = opts or {}
   local t0 = require("mk.services.task").now()
-  fs.mkdirs(tests_dir)
+  local okd, derr = fs.mkdirs(tests_dir)
+  if not okd or not fs.isdir(tests_dir) then
+    return result("error", "cannot create the tests directory " .. tests_dir .. ": " .. tostring(derr and derr.message or "not a directory"))
+  end
   tests_dir = fs.realpath(tests_dir)
   local meta = read_meta(tests_dir)
   if meta and fs.exists(tests_dir .. "/manifest.sha256") then

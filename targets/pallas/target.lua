@@ -218,8 +218,8 @@ local function read_task_lua(path)
   local env = { math = math, string = string, table = table, ipairs = ipairs, pairs = pairs, tonumber = tonumber }
   local chunk, perr = load(src, "@" .. path, "t", env)
   if not chunk then return nil, perr end
-  local ok, v = pcall(chunk)
-  if not ok then return nil, tostring(v) end
+  local ok, v = require("mk.services.guard").call(path, nil, chunk) -- bounded: CPU time and memory
+  if not ok then return nil, type(v) == "table" and v.message or tostring(v) end
   if type(v) ~= "table" then return nil, path .. " must return a table" end
   return v
 end

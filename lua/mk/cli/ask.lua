@@ -64,7 +64,7 @@ function M.run(args)
   end
   if o.json then
     r.label = c.label
-    io.stdout:write(require("cjson").encode(r), "\n")
+    io.stdout:write(cli.json(r), "\n")
     return 0
   end
   if not streamed then io.stdout:write(r.text) end

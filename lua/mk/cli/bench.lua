@@ -78,7 +78,7 @@ function M.run(args)
   prog:finish()
   if not res then cli.input_error(err.message) end
   if opts.json then
-    io.stdout:write(require("cjson").encode(res), "\n")
+    io.stdout:write(cli.json(res), "\n")
   else
     io.stdout:write(bench.format(res))
     io.stdout:write("results: ", res.out, "/results.json   report: mkengine report ", res.out, " -o report.html\n")

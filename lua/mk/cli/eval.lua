@@ -30,7 +30,10 @@ re-checks it on held-out seeds and profiles it.
 
 status is one of ok, compile_error, incorrect, timeout, crash, rejected.
 Exit status: 0 when the candidate was evaluated (whatever the verdict),
-2 on a bad task or candidate path, 1 on an engine failure.]],
+2 on a bad task or candidate path, 1 on an engine or machine failure (a
+full disk, a missing compiler, modified frozen tests: one line, no verdict).
+--json output is valid UTF-8: bytes a compiler or kernel wrote that are not
+are shown as U+FFFD.]],
 }
 
 local function num(v) return type(v) == "number" and v or nil end
@@ -47,6 +50,9 @@ function M.run(args)
   local src = fs.read(pos[2])
   if not src or fs.isdir(pos[2]) then cli.input_error("cannot read candidate file " .. pos[2]) end
   if opts.timeout and opts.timeout <= 0 then cli.usage_error("--timeout must be positive", M.usage) end
+  if opts.tests_dir and fs.exists(opts.tests_dir) and not fs.isdir(opts.tests_dir) then
+    cli.input_error("--tests-dir " .. opts.tests_dir .. " is not a directory")
+  end
 
   local pool = opts.workers and require("mk.search.pool").open(opts.workers)
   local ev = require("mk.search.eval").new(task, { pool = pool,
@@ -68,11 +74,18 @@ function M.run(args)
   if not ok then
     ev:close()
     if pool then pool:release() end
+    local task_lib = require "mk.services.task"
+    if r == task_lib.CANCELLED or task_lib.signal() then error(r, 0) end
+    -- the suite could not be frozen or the reference measured: one line
+    if type(r) == "table" and r.message then cli.fail("cannot evaluate: " .. tostring(r.message)) end
     error(r, 0)
   end
   if opts.keep then io.stderr:write("mkengine eval: kept ", ev.root, "\n") end
   ev:close()
   if pool then pool:release() end
+  if r.status == "infra" then -- the machine failed: no verdict on the candidate
+    cli.fail("cannot evaluate, not the candidate's fault: " .. tostring(r.message))
+  end
   if opts.json then
     local out = {
       status = r.status, correct = r.correct, latency_s = num(r.latency_s),
@@ -89,7 +102,7 @@ function M.run(args)
     end
     if r.tune then out.tune = { params = r.tune.params, tried = r.tune.tried, space = r.tune.space } end
     if r.heldout then out.heldout = { correct = r.heldout.correct, status = r.heldout.status } end
-    io.stdout:write(cjson.encode(out), "\n")
+    io.stdout:write(cli.json(out), "\n")
   else
     local fmt_s = require("mk.services.util").fmt_s
     io.stdout:write(string.format("%s: %s\n", pos[2], r.status))

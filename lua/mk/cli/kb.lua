@@ -72,12 +72,11 @@ local function search(opts, words)
     learned = not opts.no_learned })
   if not ps then cli.input_error(err.message) end
   if opts.json then
-    local cjson = require "cjson"
     local list = {}
     for i, p in ipairs(ps) do
       list[i] = { file = retrieve.display_path(p.file), title = p.title, line = p.line, score = p.score, text = p.text }
     end
-    io.stdout:write(#list == 0 and "[]" or cjson.encode(list), "\n")
+    io.stdout:write(#list == 0 and "[]" or cli.json(list), "\n")
     return 0
   end
   if #ps == 0 then

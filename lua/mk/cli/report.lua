@@ -28,7 +28,7 @@ function M.run(args)
   local ok, data = report.write(path, out)
   if not ok then cli.input_error(data.message) end
   if opts.json then
-    io.stdout:write(require("cjson").encode({ kind = data.kind, out = out }), "\n")
+    io.stdout:write(cli.json({ kind = data.kind, out = out }), "\n")
   else
     io.stdout:write(string.format("wrote %s report to %s\n", data.kind, out))
   end

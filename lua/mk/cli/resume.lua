@@ -36,7 +36,7 @@ function M.run(args)
     error(type(rerr) == "table" and rerr.message or tostring(rerr), 0)
   end
   if opts.json then
-    io.stdout:write(require("cjson").encode({ type = "summary", summary = summary }), "\n")
+    io.stdout:write(cli.json({ type = "summary", summary = summary }), "\n")
   elseif not opts.quiet then
     print(string.format("run %s: %s, %s nodes, best %s", dir, tostring(summary.status), tostring(summary.nodes),
       type(summary.best) == "table" and tostring(summary.best.node) or "none"))

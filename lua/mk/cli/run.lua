@@ -61,7 +61,7 @@ function M.run(args)
   -- the runner already printed the verdict (unless --quiet); --json ends
   -- the event stream with the summary
   if o.json then
-    io.stdout:write(require("cjson").encode({ type = "summary", summary = summary }), "\n")
+    io.stdout:write(cli.json({ type = "summary", summary = summary }), "\n")
   end
   return type(summary.best) == "table" and 0 or 1
 end

@@ -50,7 +50,7 @@ function M.run(args)
     return 1
   end
   if opts.json then
-    io.stdout:write(require("cjson").encode(res), "\n")
+    io.stdout:write(cli.json(res), "\n")
   else
     io.stdout:write(sweep.format(res))
     io.stdout:write("results: ", out, "/results.json   report: mkengine report ", out, " -o report.html\n")

@@ -9,6 +9,7 @@
 --- `ctx:rng(key)`, so a re-executed strategy makes the same choices and
 --- reaches the same keys.
 local task_lib = require "mk.services.task"
+local infra = require "mk.search.infra"
 local rng_lib = require "mk.services.rng"
 local targets = require "mk.search.targets"
 
@@ -401,7 +402,7 @@ function Ctx:step(key, fn)
   spec.cost = spec.cost or acc
   local node, gerr = self.graph:add(spec)
   if not node then -- git could not write (disk full, permissions): nothing can be kept, stop the run
-    error("cannot commit the node of step " .. key .. ": " .. tostring(type(gerr) == "table" and gerr.message or gerr), 0)
+    infra.raise("cannot commit the node of step " .. key .. ": " .. tostring(type(gerr) == "table" and gerr.message or gerr))
   end
   local rec = spec.metrics and spec.metrics.source_hash and self._records[spec.metrics.source_hash]
   if rec then rec.nodes[#rec.nodes + 1] = node end
@@ -461,6 +462,8 @@ function Ctx:evaluated(kind, parents, out, extra)
   else
     files = out.files
     res = self:evaluate(files, { tune = extra.tune or false, profile = true })
+    -- the machine failed, not the candidate: no verdict to commit; the run stops and a resume redoes the step
+    if res.status == "infra" then infra.raise(res.message) end
   end
   meta.profile = res.profile and res.profile.text
   meta.tune = res.tune

@@ -228,9 +228,13 @@ local function fmt_params(p)
   return #parts > 0 and table.concat(parts, " ") or "(defaults)"
 end
 
+-- A target's "error" is the machine failing, not the candidate: it reaches
+-- the caller as status "infra" (mk.search.infra), and is never cached.
+local function verdict(status) return status == "error" and "infra" or status end
+
 local function fail(status, message, extra)
   local r = extra or {}
-  r.status, r.correct, r.message = status, false, message or ""
+  r.status, r.correct, r.message = verdict(status), false, message or ""
   return r
 end
 
@@ -259,7 +263,7 @@ function Evaluator:evaluate(files, opts)
   local function finish(r)
     r.device_s = device_s
     r.wall_s = task_lib.now() - t0
-    self.cache[key] = r
+    if r.status ~= "infra" then self.cache[key] = r end -- the next try may find the machine mended
     return r
   end
 
@@ -301,6 +305,7 @@ function Evaluator:evaluate(files, opts)
         end
       end
       tried[#tried + 1] = entry
+      if verdict(entry.status) == "infra" then return finish(fail("infra", entry.message)) end
     end
     tune = { params = best_params or {}, tried = tried, space = space, budget = budget }
     if best then build = best end
@@ -329,6 +334,7 @@ function Evaluator:evaluate(files, opts)
     local pr = self:_exclusive(self.target.profile, self.task, build,
       { tests_dir = self.tests_dir, latency_s = br.latency_s, threads = self.opts.threads, bench = br })
     device_s = device_s + (pr.wall_s or 0)
+    if verdict(pr.status) == "infra" then return finish(fail("infra", "profile: " .. tostring(pr.message))) end
     r.profile = pr.status == "ok" and pr or { text = "profile failed: " .. pr.message, status = pr.status }
   end
   self.last_build = self.last_build or {}
@@ -358,10 +364,10 @@ function Evaluator:heldout(files)
   local build = self.last_build and self.last_build[key_of(files)]
   if not build then
     build = self:_compile(files, nil)
-    if build.status ~= "ok" then return { correct = false, status = build.status, message = build.message } end
+    if build.status ~= "ok" then return { correct = false, status = verdict(build.status), message = build.message } end
   end
   local r = self:_test(build, "heldout")
-  return { correct = r.status == "ok", status = r.status, message = r.message, cases = r.cases }
+  return { correct = r.status == "ok", status = verdict(r.status), message = r.message, cases = r.cases }
 end
 
 --- Remove the evaluator's private directory (tests included unless they

@@ -20,6 +20,7 @@
 local git = require "mk.git"
 local fs = require "mk.fs"
 local json = require("cjson").new()
+local utf8_text = require "mk.services.text"
 
 local graph = {}
 
@@ -207,6 +208,7 @@ local LISTS = { parents = true, files = true }
 -- node.json as people read it in `git show`/`git diff`: sorted keys, one
 -- field per line.
 local function pretty(v, indent, key)
+  if type(v) == "string" then return json.encode(utf8_text.utf8(v)) end -- a model's bytes may not be UTF-8
   if type(v) ~= "table" then return json.encode(v) end
   local pad = indent .. "  "
   if next(v) == nil then return LISTS[key] and "[]" or "{}" end
@@ -224,7 +226,7 @@ local function pretty(v, indent, key)
   end
   table.sort(keys)
   local parts = {}
-  for i, k in ipairs(keys) do parts[i] = json.encode(k) .. ": " .. pretty(v[k], pad, k) end
+  for i, k in ipairs(keys) do parts[i] = pretty(k) .. ": " .. pretty(v[k], pad, k) end
   return "{\n" .. pad .. table.concat(parts, ",\n" .. pad) .. "\n" .. indent .. "}"
 end
 
@@ -250,8 +252,8 @@ end
 local function tail_text(n)
   local src = rawget(n, "_src")
   if src then return src:sub(n._tb, n._te) end
-  return json.encode{ metrics = nonempty(n.metrics), cost = nonempty(n.cost), meta = nonempty(n.meta),
-    transcripts = n.transcripts, time = n.time, files = nonempty(n.file_names) }
+  return json.encode(utf8_text.clean{ metrics = nonempty(n.metrics), cost = nonempty(n.cost), meta = nonempty(n.meta),
+    transcripts = n.transcripts, time = n.time, files = nonempty(n.file_names) })
 end
 
 local function index_line(n)

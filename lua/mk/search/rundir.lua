@@ -17,6 +17,7 @@
 local fs = require "mk.fs"
 local git = require "mk.git"
 local graph = require "mk.search.graph"
+local utf8_text = require "mk.services.text"
 local json = require("cjson").new()
 local util = require "mk.services.util"
 
@@ -27,7 +28,8 @@ local rundir = {}
 ---@param v any
 ---@return string
 function rundir.encode(v)
-  return (json.encode(v):gsub("\\/", "/"))
+  -- and valid UTF-8 whatever a model or a compiler said (invalid bytes -> U+FFFD)
+  return (json.encode(utf8_text.clean(v)):gsub("\\/", "/"))
 end
 
 ---@class mk.Run
@@ -104,7 +106,11 @@ function Run:set_status(s)
     self.info.ended = os.time()
     self.info.ended_at = os.date("!%Y-%m-%dT%H:%M:%SZ", self.info.ended)
   end
-  return assert(write_json(self:path("run.json"), self.info, true))
+  local ok, err = write_json(self:path("run.json"), self.info, true)
+  if not ok then -- a full disk has no room for the atomic copy; rewriting in place reuses the file's own
+    ok = fs.write(self:path("run.json"), rundir.encode(self.info) .. "\n", { atomic = false })
+  end
+  return assert(ok, err and err.message)
 end
 
 --- Rewrite best/ with the files of the current best node, or of `node`
@@ -291,6 +297,20 @@ function rundir.validate(dir)
   return info
 end
 
+--- The first node of graph `g` whose commit cannot be read in full (a
+--- file's object deleted or corrupted), as text, or nil when all are whole.
+--- A resume must not go on over a damaged repository: it would answer
+--- steps from nodes it cannot read.
+---@param g mk.Graph
+function rundir.missing_objects(g)
+  for _, n in ipairs(g:nodes()) do
+    local miss, err = g.repo:missing(n.oid)
+    if not miss then return "node " .. n.id .. ": " .. tostring(err and err.message) end
+    if #miss > 0 then return "node " .. n.id .. " lacks the object of " .. table.concat(miss, ", ") end
+  end
+  return nil
+end
+
 --- Open an existing run. By default takes the lock, repairs what a kill
 --- left behind (torn lines, stale git locks, index behind the refs), logs
 --- a "resume" event and sets the status to "running". With readonly = true
@@ -316,6 +336,15 @@ function rundir.open(dir, opts)
   if not g then
     if lock then lock:unlock() end
     return nil, { kind = "corrupt", message = gerr.message }
+  end
+  if not opts.readonly then
+    local bad = rundir.missing_objects(g)
+    if bad then
+      g:close()
+      lock:unlock()
+      return nil, { kind = "corrupt", message = dir .. "/graph.git is damaged: " .. bad
+        .. " ('git --git-dir " .. dir .. "/graph.git fsck' shows the damage; restore the directory from a copy)" }
+    end
   end
   local run = setmetatable({ dir = dir, graph = g, info = info, lock = lock, readonly = opts.readonly }, Run)
   run:_wire()

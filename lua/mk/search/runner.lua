@@ -10,15 +10,26 @@
 ---
 --- Input problems (unknown strategy, bad task, bad option, bad model spec)
 --- raise {exit = 2, message}; a Lua error inside a strategy raises with
---- file:line and traceback (exit 1).
+--- file:line and traceback (exit 1); a failure of the machine (disk full,
+--- a tool missing, a modified suite: mk.search.infra) stops the run with
+--- one line {kind = "infra", exit = 1} and status "stopped".
 local fs = require "mk.fs"
 local task_lib = require "mk.services.task"
 local home = require "mk.home"
+local infra = require "mk.search.infra"
 
 local runner = {}
 
 local function input_error(msg)
   error(setmetatable({ exit = 2, kind = "input", message = msg }, { __tostring = function(e) return e.message end }), 0)
+end
+
+-- The run cannot go on: one line, exit 1 (an infrastructure failure when
+-- the text says the machine failed).
+local function run_error(msg)
+  local ie = infra.wrap(msg)
+  if ie then error(ie, 0) end
+  error(setmetatable({ exit = 1, kind = "run", message = msg }, { __tostring = function(e) return e.message end }), 0)
 end
 
 --- Find and load a strategy: a name in lua/strategies ("beam" or
@@ -79,6 +90,7 @@ function runner.options(strategy, set, path)
     if want ~= nil and type(want) ~= type(v) then
       input_error(string.format("option '%s' must be a %s, got '%s'", k, type(want), tostring(v)))
     end
+    runner.check_count(k, v, want)
     opts[k] = v
   end
   return opts
@@ -104,6 +116,22 @@ function runner.strategy_traceback(msg, spath, full)
   end
   if hidden > 0 then lines[#lines + 1] = string.format("\t(%d engine frames hidden; --debug shows them)", hidden) end
   return table.concat(lines, "\n")
+end
+
+-- counts every strategy reads: whole numbers >= 0
+local COUNTS = { iters = true, max_fix = true, kb_k = true, kb_chars = true, max_tokens = true }
+
+--- A count (an option whose default is a whole number >= 0, or one of the
+--- common counts) must be a whole number >= 0: depth=-1 or width=2.5 is an
+--- input error, not a run that silently does nothing.
+function runner.check_count(k, v, want)
+  local count = COUNTS[k] or (math.type(want) == "integer" and want >= 0)
+  if count and (math.type(v) ~= "integer" or v < 0) then
+    input_error(string.format("option '%s' must be a whole number >= 0, got '%s'", k, tostring(v)))
+  end
+  if k == "temperature" and (type(v) ~= "number" or v < 0) then
+    input_error(string.format("option 'temperature' must be a number >= 0, got '%s'", tostring(v)))
+  end
 end
 
 local function task_slug(task_dir)
@@ -146,6 +174,7 @@ local function heldout_best(ctx, chosen)
     local files = {}
     for _, name in ipairs(n:files()) do files[name] = n:file(name) end
     local h = ctx.eval:heldout(files)
+    if h.status == "infra" then infra.raise("the held-out check of " .. n.id .. ": " .. tostring(h.message)) end
     ctx:event { type = "heldout", node = n.id, correct = h.correct, status = h.status, message = h.message }
     if h.correct then return n end
     ctx:log("node %s passed the search tests but failed held-out inputs (%s); not reported", n.id, h.status or "?")
@@ -226,14 +255,15 @@ local function execute(o, run, info, resumed)
     task.test_sizes = task.test_sizes or { task.sizes }
     for _, s in ipairs(info.extra_test_sizes) do table.insert(task.test_sizes, s) end
   end
-  local okf, ferr = ev:freeze()
-  if not okf and ferr then error("cannot freeze the test suite: " .. tostring(ferr.message or ferr), 0) end
+  local okf, ferr = pcall(ev.freeze, ev)
+  if not okf then run_error("cannot freeze the test suite: " .. tostring(type(ferr) == "table" and ferr.message or ferr)) end
 
   local root = run.graph:root()
   if not root then
-    local base = ev:baseline()
-    if not base or not base.latency_s then
-      error("the reference could not be measured: " .. tostring(base and base.message), 0)
+    local okb, base = pcall(ev.baseline, ev)
+    if not okb or not base or not base.latency_s then
+      local why = okb and base and base.message or base
+      run_error("the reference could not be measured: " .. tostring(type(why) == "table" and why.message or why))
     end
     root = ctx:step("root", function()
       return { parents = {}, kind = "reference", status = "ok", files = { [task.candidate_file] = task.reference },
@@ -302,14 +332,26 @@ local function execute(o, run, info, resumed)
 end
 
 -- The status a run that ended with error `err` keeps: "stopped" when a
--- signal stopped the engine, else "failed".
+-- signal stopped the engine or the machine failed (a resume continues it),
+-- else "failed".
 local function end_status(run, err)
   local sig = task_lib.signal()
   if sig or err == task_lib.CANCELLED then
     pcall(run.event, run, { type = "stopped", signal = sig })
     return "stopped"
   end
+  if infra.is(err) then
+    pcall(run.event, run, { type = "stopped", reason = "infra", message = err.message })
+    return "stopped"
+  end
   return "failed"
+end
+
+-- An infrastructure failure as the one line the user sees.
+local function infra_line(err, dir)
+  err.message = string.format("infrastructure failure, not a candidate's: %s. The run is stopped; once the cause "
+    .. "is gone, 'mkengine resume %s' continues it", err.message, dir)
+  return err
 end
 
 -- Execute a run and release what it holds (evaluator work directories, the
@@ -319,8 +361,15 @@ local function execute_and_close(o, run, info, resumed)
   local ok, res = pcall(execute, o, run, info, resumed)
   if run.evaluator and run.evaluator.close then pcall(run.evaluator.close, run.evaluator) end
   if run.pool then pcall(run.pool.release, run.pool) end
-  if not ok then pcall(run.set_status, run, end_status(run, res)) end
-  run:close()
+  if not ok then
+    res = infra.wrap(res) or res
+    pcall(run.set_status, run, end_status(run, res))
+    if infra.is(res) then res = infra_line(res, run.dir) end
+  end
+  local okc, cerr = pcall(run.close, run)
+  if ok and not okc then -- the run's end could not be written (a full disk)
+    ok, res = false, infra.wrap(cerr) and infra_line(infra.wrap(cerr), run.dir) or cerr
+  end
   if not ok then error(res, 0) end
   return res
 end
@@ -333,7 +382,8 @@ function runner.run(o)
   if type(o.agents) ~= "table" then error("runner.run: o.agents must be the sub-agents (require \"agents\")", 2) end
   if not o.task or not fs.isdir(o.task) then input_error("task directory not found: " .. tostring(o.task)) end
   local strategy_name = o.strategy
-  runner.load_strategy(strategy_name) -- fail before creating a run dir
+  local strategy, spath = runner.load_strategy(strategy_name) -- fail before creating a run dir
+  runner.options(strategy, o.set, spath) -- and on a bad option too
   local rundir = require "mk.search.rundir"
   local info = {
     strategy = strategy_name, task_dir = fs.realpath(o.task) or o.task, set = o.set or {},
@@ -355,7 +405,12 @@ function runner.resume(dir, o)
   o = o or {}
   if type(o.agents) ~= "table" then error("runner.resume: o.agents must be the sub-agents (require \"agents\")", 2) end
   local rundir = require "mk.search.rundir"
-  local run, err = rundir.open(dir)
+  local okr, run, err = pcall(rundir.open, dir)
+  if not okr then -- opening writes (repairs, run.json): a full disk fails here
+    local ie = infra.wrap(run)
+    if ie then error(infra_line(ie, dir), 0) end
+    error(run, 0)
+  end
   if not run then input_error("cannot resume " .. tostring(dir) .. ": " .. err.message) end
   local info = run.info.options or {}
   run:event { type = "resume" }

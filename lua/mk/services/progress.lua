@@ -63,7 +63,7 @@ local CORRECT = { ok = true, correct = true }
 function Progress:event(ev)
   if type(ev) ~= "table" then error("progress:event: ev must be a table", 2) end
   if self.json then
-    local ok, line = pcall(cjson.encode, ev)
+    local ok, line = pcall(cjson.encode, require("mk.services.text").clean(ev))
     if ok then self.out:write(line, "\n") self.out:flush() end
   end
   local f = self.f

@@ -188,7 +188,7 @@ function bench.run(opts)
     results.aggregate = metrics.aggregate(rows)
     results.runs_done, results.runs_total = done, total
     results.finished = final and os.date("!%Y-%m-%dT%H:%M:%SZ") or nil
-    local ok, err = fs.write(out .. "/results.json", cjson.encode(results), { atomic = true })
+    local ok, err = fs.write(out .. "/results.json", cjson.encode(require("mk.services.text").clean(results)), { atomic = true })
     if not ok then error("bench: cannot write results.json: " .. tostring(err and err.message or err)) end
     return rows
   end
@@ -242,7 +242,9 @@ function bench.run(opts)
         err = summary
         summary = nil
         local task = package.loaded["mk.services.task"]
-        if task and err == task.CANCELLED then error(err, 0) end
+        -- a signal or a failing machine stops the whole bench (the next runs would fail alike)
+        if task and (err == task.CANCELLED or task.signal()) then error(err, 0) end
+        if require("mk.search.infra").is(err) then error(err, 0) end
       end
     end
     local o

@@ -8,6 +8,7 @@ local cjson = require "cjson"
 local fs = require "mk.fs"
 local metrics = require "mk.study.metrics"
 local util = require "mk.services.util"
+local utf8_text = require "mk.services.text"
 
 local report = {}
 
@@ -44,14 +45,14 @@ local page_json = cjson.new()
 page_json.encode_invalid_numbers("null") -- a NaN metric must not break the page
 
 local function embed_json(v)
-  local s = page_json.encode(v)
+  local s = page_json.encode(utf8_text.clean(v)) -- a candidate's bytes may not be UTF-8
   return (s:gsub("<", "\\u003c"):gsub("\226\128\168", "\\u2028"):gsub("\226\128\169", "\\u2029"))
 end
 
 -- Formatting -------------------------------------------------------------
 
 local function esc(s)
-  return (tostring(s):gsub("[&<>\"']", { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;", ["'"] = "&#39;" }))
+  return (utf8_text.utf8(tostring(s)):gsub("[&<>\"']", { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;", ["'"] = "&#39;" }))
 end
 report.escape = esc
 
@@ -190,8 +191,10 @@ local LLM_EVENTS = { llm = true, llm_call = true, ["llm.call"] = true }
 function report.load_run(dir)
   if type(dir) ~= "string" then error("report.load_run: dir must be a string", 2) end
   if not fs.isdir(dir) then return nil, { kind = "not_a_run", message = dir .. " is not a directory" } end
-  local run = read_json(dir .. "/run.json")
-  local summary = read_json(dir .. "/summary.json")
+  local run, rerr = read_json(dir .. "/run.json")
+  local summary, serr = read_json(dir .. "/summary.json")
+  -- a file that is there but unreadable is an error, not an empty report
+  if rerr or serr then return nil, rerr or serr end
   if not run and not summary and not fs.exists(dir .. "/events.jsonl") then
     return nil, { kind = "not_a_run", message = dir .. " has no run.json, summary.json or events.jsonl" }
   end

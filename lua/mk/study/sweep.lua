@@ -72,7 +72,7 @@ function sweep.new(opts)
     end
     results.totals = { entries = #results.entries, cost = metrics.sum_costs(costs) }
     results.finished = final and os.date("!%Y-%m-%dT%H:%M:%SZ") or nil
-    fs.write(out .. "/results.json", cjson.encode(results), { atomic = true })
+    fs.write(out .. "/results.json", cjson.encode(require("mk.services.text").clean(results)), { atomic = true })
   end
   mk.save = save
 
@@ -122,7 +122,9 @@ function sweep.new(opts)
     end
     if not ok or type(res) ~= "table" then
       local task = package.loaded["mk.services.task"]
-      if task and res == task.CANCELLED then error(res, 0) end
+      -- a signal or a failing machine stops the whole sweep (the next runs would fail alike)
+      if task and (res == task.CANCELLED or task.signal()) then error(res, 0) end
+      if require("mk.search.infra").is(res) then error(res, 0) end
       e.error = type(res) == "table" and (res.message or tostring(res)) or tostring(res)
       save(false)
       if prog then prog:note(string.format("%-40s error: %s", e.label, e.error)) end
@@ -283,7 +285,8 @@ function sweep.run_file(file, opts)
   mk.save(true)
   if not ok then
     local task = package.loaded["mk.services.task"]
-    if task and ret == task.CANCELLED then error(ret, 0) end
+    if task and (ret == task.CANCELLED or task.signal()) then error(ret, 0) end
+    if require("mk.search.infra").is(ret) then error(ret, 0) end
     return nil, { kind = "script_error", message = tostring(ret), results = mk.results }
   end
   mk.results.out = mk.out
