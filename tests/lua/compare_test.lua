@@ -418,7 +418,7 @@ end)
 
 t.test("two small real benches of the cpu suite on the scripted model compare end to end", function()
   local base = { "--model", "scripted", "--repeat", "2", "--task", "rmsnorm", "--task", "softmax",
-    "--set", "tune=false", "--concurrency", "4", "--quiet" }
+    "--set", "tune=false", "--set", "tests_agent=false", "--concurrency", "4", "--quiet" }
   -- both benches at once, each running its 4 runs at once: minutes, not ten
   local function bench(strategy, out, extra)
     local argv = { "bench", "examples/suites/cpu", strategy, "--out", out }
