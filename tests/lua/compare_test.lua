@@ -366,6 +366,15 @@ t.test("mkengine compare prints the verdict, its JSON is stable, the report is w
   t.ok(bands >= 4, "bands on the anytime curves")
 end)
 
+t.test("chromium: the compare report loads with no console error and draws its charts", function()
+  local html = compare.html(assert(compare.run(strategies, {})), compare.curves(strategies))
+  local r = dofile("tests/lua/lib/chromium.lua").probe(t, html, tmp, "compare")
+  t.same(r.errors, {})
+  -- anytime curves for tokens, LLM, device and wall seconds (nothing spent
+  -- USD), and the per-task ratio chart
+  t.eq(r.charts, 5)
+end)
+
 t.test("a sweep's bench entries each count as one strategy, labelled as in the sweep", function()
   local sw = tmp .. "/sweep"
   fs.mkdirs(sw)
