@@ -146,6 +146,12 @@ function compare.at_budget(trace, limits)
   }
 end
 
+-- The effective speedup of the median repeat (mk.study.metrics' lower median).
+local function median_eff(outs)
+  return metrics.effective_speedup(metrics.median_run(outs) or {})
+end
+compare.median_effective = median_eff
+
 --- Budgets spaced evenly on a log scale from lo to hi (n points, n >= 2).
 function compare.log_grid(lo, hi, n)
   n = n or 40
@@ -175,7 +181,7 @@ function compare.curve(tasks, resource, grid)
     for ti, t in ipairs(tasks) do
       local outs = {}
       for k, tr in ipairs(t.traces) do outs[k] = compare.at_budget(tr, limits) end
-      rows[ti] = metrics.effective_speedup(metrics.median_run(outs) or {})
+      rows[ti] = median_eff(outs)
       for k = 1, kmax do
         per_k[k] = per_k[k] or {}
         local o = outs[k] or outs[#outs]
@@ -256,12 +262,6 @@ function compare.bootstrap(units, stat, opts)
 end
 
 -- Pairs ---------------------------------------------------------------------------
-
--- The effective speedup of the median repeat (mk.metrics' lower median).
-local function median_eff(outs)
-  return metrics.effective_speedup(metrics.median_run(outs) or {})
-end
-compare.median_effective = median_eff
 
 -- stat over units {{outs_a}, {outs_b}}: geomean of per-unit ratios
 local function geomean_ratio(units)
@@ -414,7 +414,7 @@ end
 
 -- Loading ---------------------------------------------------------------------------
 
--- bench directories are read as mk.bench and mk.report read them
+-- results and summaries as every study module reads them; events as mk.study.report does
 local read_json = require("mk.services.util").read_json
 local function read_events(path) return require("mk.study.report").read_jsonl(path) end
 
