@@ -138,7 +138,7 @@ t.test("spent records win over llm events, which concurrent runs of one process 
   t.eq(tr.rebuilt, false)
 end)
 
-t.test("a resumed run carries what it spent across the resume", function()
+t.test("a resumed run carries what it spent across the resume, whether or not its counters restarted", function()
   local ev = {
     { type = "node", id = "n0002", kind = "implement", status = "ok", speedup = 1.5, t = 5,
       spent = { tokens = 700, usd = 0, llm_s = 1, device_s = 4 } },
@@ -146,12 +146,17 @@ t.test("a resumed run carries what it spent across the resume", function()
     { type = "node", id = "n0003", kind = "implement", status = "ok", speedup = 1.7, t = 9,
       spent = { tokens = 200, usd = 0, llm_s = 1, device_s = 1 } },
   }
-  -- the summary of a resumed run counts its last session only
+  -- recorded while ctx counted its own session only: the counters restart
   local tr = compare.trace(ev, { cost = { input_tokens = 200, output_tokens = 0, device_s = 1 } })
   t.eq(tr.nodes[2].at.device_s, 5)
   t.eq(tr.nodes[2].at.tokens, 900)
   t.eq(tr.total.device_s, 5)
   t.eq(tr.total.tokens, 900)
+  -- runs now record spent over all sessions: nothing is added after a resume
+  ev[3].spent = { tokens = 900, usd = 0, llm_s = 2, device_s = 5 }
+  local tr2 = compare.trace(ev, { cost = { input_tokens = 900, output_tokens = 0, device_s = 5 } })
+  t.eq(tr2.nodes[2].at.tokens, 900)
+  t.eq(tr2.nodes[2].at.device_s, 5)
 end)
 
 t.test("runs from before node events carried spent: tokens rebuilt from llm events, no device seconds", function()

@@ -33,9 +33,10 @@ local SPENT_KEYS = { "tokens", "usd", "llm_s", "device_s" }
 --- held-out re-check confirmed it.
 ---
 --- Spend at a node: the node event's `spent` record (tokens, usd, llm_s,
---- device_s: what the run's ctx had spent), wall_s its `t`. The counters
---- restart when a run is resumed, so the last value before each `resume`
---- event is carried over. Runs from before node events carried `spent`
+--- device_s: what the run's ctx had spent, earlier sessions included),
+--- wall_s its `t`. Runs recorded while ctx counted only its own session
+--- restart their counters after a `resume` event: a value below the last
+--- one before the resume adds that one. Runs from before node events carried `spent`
 --- get tokens, usd and llm_s summed over the `llm` events logged before the
 --- node (`rebuilt = true`: the LLM ledger is process-wide, so runs that
 --- ran at once in one bench process may have logged each other's calls)
@@ -52,6 +53,7 @@ function compare.trace(events, summary)
   if type(events) ~= "table" then error("compare.trace: events must be a list", 2) end
   local from_llm = { tokens = 0, usd = 0, llm_s = 0 }
   local base, last = { tokens = 0, usd = 0, llm_s = 0, device_s = 0 }, { tokens = 0, usd = 0, llm_s = 0, device_s = 0 }
+  local resumed_at = {}
   local has_device, rebuilt = true, false
   local nodes, heldout = {}, {}
   for _, ev in ipairs(events) do
@@ -62,7 +64,7 @@ function compare.trace(events, summary)
       from_llm.usd = from_llm.usd + (num(u.usd) or num(u.cost_usd) or num(ev.cost_usd) or 0)
       from_llm.llm_s = from_llm.llm_s + (num(ev.latency_s) or 0)
     elseif ty == "resume" then
-      for _, k in ipairs(SPENT_KEYS) do base[k] = last[k] end
+      for _, k in ipairs(SPENT_KEYS) do resumed_at[k] = last[k] end
     elseif ty == "heldout" and ev.node ~= nil then
       heldout[tostring(ev.node)] = ev.correct == true
     elseif ty == "node" and ev.id ~= nil then
@@ -71,6 +73,10 @@ function compare.trace(events, summary)
       for _, k in ipairs(SPENT_KEYS) do
         local v = num(sp[k])
         if v then
+          if resumed_at[k] then -- the first node after a resume: did the counter restart?
+            if base[k] + v < resumed_at[k] then base[k] = resumed_at[k] end
+            resumed_at[k] = nil
+          end
           at[k] = base[k] + v
           last[k] = at[k]
         elseif k == "device_s" then
