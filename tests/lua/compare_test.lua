@@ -27,14 +27,16 @@ end
 local function write_run(dir, nodes, total)
   fs.mkdirs(dir)
   local ev = { { type = "run_start", t = 0 },
-    { type = "node", id = "n0001", kind = "reference", status = "ok", speedup = 1, t = 0.5, spent = { device_s = 0.1 } } }
+    { type = "node", id = "n0001", kind = "reference", status = "ok", speedup = 1, t = 0.5,
+      spent = { tokens = 0, usd = 0, llm_s = 0, device_s = 0.1 } } }
   local used, best = 0, nil
   for i, n in ipairs(nodes) do
     ev[#ev + 1] = { type = "llm", t = n.t - 0.1, input_tokens = n.tokens - used, output_tokens = 0, cost_usd = 0, latency_s = 1 }
     used = n.tokens
     local id = string.format("n%04d", i + 1)
+    -- spent as the runner records it: the run's totals when the node was added
     ev[#ev + 1] = { type = "node", id = id, kind = "implement", status = n.status or "ok", speedup = n.speedup,
-      t = n.t, spent = { device_s = n.device or i } }
+      t = n.t, spent = { tokens = n.tokens, usd = 0, llm_s = i, device_s = n.device or i } }
     n.id = id
   end
   for _, n in ipairs(nodes) do
@@ -104,7 +106,7 @@ local function trace_of(nodes, total)
   return compare.trace(ev, cjson.decode(fs.read(d .. "/summary.json")))
 end
 
-t.test("trace sums llm events into the spend at each node and keeps held-out verdicts", function()
+t.test("trace reads the spend at each node from its spent record and keeps held-out verdicts", function()
   local tr = trace_of({ { tokens = 1000, speedup = 1.2, t = 5, device = 2, heldout = true },
                         { tokens = 4000, status = "compile_error", t = 9, device = 3 },
                         { tokens = 6000, speedup = 1.9, t = 12, device = 7, heldout = false } }, 8000)
@@ -120,21 +122,54 @@ t.test("trace sums llm events into the spend at each node and keeps held-out ver
   t.eq(tr.nodes[2].compiled, false)
   t.eq(tr.total.tokens, 8000)
   t.eq(tr.has.device_s, true)
+  t.eq(tr.rebuilt, false)
 end)
 
-t.test("a resumed run carries its device seconds across the resume", function()
+t.test("spent records win over llm events, which concurrent runs of one process can mix up", function()
   local ev = {
-    { type = "node", id = "n0002", kind = "implement", status = "ok", speedup = 1.5, t = 5, spent = { device_s = 4 } },
-    { type = "resume", t = 6 },
-    { type = "node", id = "n0003", kind = "implement", status = "ok", speedup = 1.7, t = 9, spent = { device_s = 1 } },
+    { type = "llm", input_tokens = 900, output_tokens = 100, cost_usd = 0.5, latency_s = 2 }, -- another run's call
+    { type = "node", id = "n0002", kind = "implement", status = "ok", speedup = 1.5, t = 5,
+      spent = { tokens = 300, usd = 0.1, llm_s = 1, device_s = 2 } },
   }
   local tr = compare.trace(ev, nil)
-  t.eq(tr.nodes[2].at.device_s, 5)
-  t.eq(tr.total.device_s, 5)
+  t.eq(tr.nodes[1].at.tokens, 300)
+  t.eq(tr.nodes[1].at.usd, 0.1)
+  t.eq(tr.nodes[1].at.llm_s, 1)
+  t.eq(tr.rebuilt, false)
 end)
 
-t.test("runs from before node events carried spent cannot be cut on device seconds", function()
-  local tr = compare.trace({ { type = "node", id = "n0002", kind = "implement", status = "ok", speedup = 1.5, t = 5 } }, nil)
+t.test("a resumed run carries what it spent across the resume, whether or not its counters restarted", function()
+  local ev = {
+    { type = "node", id = "n0002", kind = "implement", status = "ok", speedup = 1.5, t = 5,
+      spent = { tokens = 700, usd = 0, llm_s = 1, device_s = 4 } },
+    { type = "resume", t = 6 },
+    { type = "node", id = "n0003", kind = "implement", status = "ok", speedup = 1.7, t = 9,
+      spent = { tokens = 200, usd = 0, llm_s = 1, device_s = 1 } },
+  }
+  -- recorded while ctx counted its own session only: the counters restart
+  local tr = compare.trace(ev, { cost = { input_tokens = 200, output_tokens = 0, device_s = 1 } })
+  t.eq(tr.nodes[2].at.device_s, 5)
+  t.eq(tr.nodes[2].at.tokens, 900)
+  t.eq(tr.total.device_s, 5)
+  t.eq(tr.total.tokens, 900)
+  -- runs now record spent over all sessions: nothing is added after a resume
+  ev[3].spent = { tokens = 900, usd = 0, llm_s = 2, device_s = 5 }
+  local tr2 = compare.trace(ev, { cost = { input_tokens = 900, output_tokens = 0, device_s = 5 } })
+  t.eq(tr2.nodes[2].at.tokens, 900)
+  t.eq(tr2.nodes[2].at.device_s, 5)
+end)
+
+t.test("runs from before node events carried spent: tokens rebuilt from llm events, no device seconds", function()
+  local tr = compare.trace({
+    { type = "llm", input_tokens = 900, output_tokens = 100, cost_usd = 0.5, latency_s = 2 },
+    { type = "node", id = "n0002", kind = "implement", status = "ok", speedup = 1.5, t = 5 },
+    { type = "llm", input_tokens = 400, output_tokens = 100, cost_usd = 0.25, latency_s = 1 },
+    { type = "node", id = "n0003", kind = "implement", status = "incorrect", t = 8 } }, nil)
+  t.eq(tr.rebuilt, true)
+  t.eq(tr.nodes[1].at.tokens, 1000)
+  t.eq(tr.nodes[2].at.tokens, 1500)
+  t.eq(tr.nodes[2].at.usd, 0.75)
+  t.eq(tr.nodes[2].at.llm_s, 3)
   t.eq(tr.has.device_s, false)
   t.eq(tr.nodes[1].at.device_s, nil)
   t.eq(compare.at_budget(tr, { device_s = 100 }).correct, false)
@@ -272,6 +307,9 @@ t.test("the verdict claims a direction only when the interval excludes 1.0", fun
   ctx.unverified = 4
   t.contains(compare.verdict({ a = "A", b = "B", geomean_ratio = 1.21, ci_low = 1.05, ci_high = 1.40, level = 0.95 }, ctx),
     "4 runs count a node the held-out check never saw")
+  ctx.unverified = 1
+  t.contains(compare.verdict({ a = "A", b = "B", geomean_ratio = 1.21, ci_low = 1.05, ci_high = 1.40, level = 0.95 }, ctx),
+    "(1 run counts a node the held-out check never saw)")
 end)
 
 t.test("benches run under different --budget limits get a note, equal ones none", function()
@@ -333,6 +371,15 @@ t.test("mkengine compare prints the verdict, its JSON is stable, the report is w
   t.ok(bands >= 4, "bands on the anytime curves")
 end)
 
+t.test("chromium: the compare report loads with no console error and draws its charts", function()
+  local html = compare.html(assert(compare.run(strategies, {})), compare.curves(strategies))
+  local r = dofile("tests/lua/lib/chromium.lua").probe(t, html, tmp, "compare")
+  t.same(r.errors, {})
+  -- anytime curves for tokens, LLM, device and wall seconds (nothing spent
+  -- USD), and the per-task ratio chart
+  t.eq(r.charts, 5)
+end)
+
 t.test("a sweep's bench entries each count as one strategy, labelled as in the sweep", function()
   local sw = tmp .. "/sweep"
   fs.mkdirs(sw)
@@ -352,6 +399,7 @@ t.test("a sweep's bench entries each count as one strategy, labelled as in the s
   t.eq(same[2].label, "alpha (alpha2)")
   local r2 = assert(compare.run(same, {}))
   t.eq(r2.pairs[1].geomean_ratio, 1.0)
+  t.eq(#compare.notes(r2.strategies), 0, "same budgets, spend recorded per node: nothing to note")
   t.matches(r2.pairs[1].verdict, "^no clear difference")
 end)
 
@@ -384,7 +432,7 @@ end)
 
 t.test("two small real benches of the cpu suite on the scripted model compare end to end", function()
   local base = { "--model", "scripted", "--repeat", "2", "--task", "rmsnorm", "--task", "softmax",
-    "--set", "tune=false", "--concurrency", "4", "--quiet" }
+    "--set", "tune=false", "--set", "tests_agent=false", "--concurrency", "4", "--quiet" }
   -- both benches at once, each running its 4 runs at once: minutes, not ten
   local function bench(strategy, out, extra)
     local argv = { "bench", "examples/suites/cpu", strategy, "--out", out }

@@ -260,69 +260,8 @@ end)
 
 -- Headless Chromium -----------------------------------------------------------
 
-local PROBE = [[
-<script>
-window.__errs = [];
-window.addEventListener('error', function (e) { window.__errs.push('error: ' + e.message); });
-(function () {
-  var ce = console.error;
-  console.error = function () {
-    window.__errs.push('console.error: ' + Array.prototype.join.call(arguments, ' '));
-    ce.apply(console, arguments);
-  };
-})();
-window.addEventListener('load', function () { setTimeout(function () {
-  var counts = [];
-  document.querySelectorAll('svg.tree').forEach(function (s) {
-    counts.push([s.querySelectorAll('.node').length, Number(s.getAttribute('data-nodes'))]);
-  });
-  var gs = document.querySelectorAll('svg.tree .node');
-  var g = gs[gs.length > 1 ? 1 : 0], head = null, code = null;
-  if (g) {
-    g.dispatchEvent(new MouseEvent('click', { bubbles: true }));
-    var p = g.closest('.tree-wrap').querySelector('.panel');
-    head = p.querySelector('h3') && p.querySelector('h3').textContent;
-    code = p.querySelector('pre.code') && p.querySelector('pre.code').textContent;
-  }
-  var r = document.createElement('div');
-  r.id = 'mk-probe';
-  r.setAttribute('data-result', JSON.stringify({ errors: window.__errs, nodes: gs.length, counts: counts,
-    clicked: g ? g.getAttribute('data-key') : null, head: head, code: code, xss: !!window.__xss }));
-  document.body.appendChild(r);
-}, 0); });
-</script>
-]]
-
-local function find_chromium()
-  for _, c in ipairs({ "/usr/bin/chromium", "/usr/bin/chromium-browser" }) do
-    if fs.exists(c) then return c end
-  end
-end
-
-local function html_unescape(s)
-  return (s:gsub("&quot;", '"'):gsub("&lt;", "<"):gsub("&gt;", ">"):gsub("&#39;", "'"):gsub("&amp;", "&"))
-end
-
--- Load a page (with the probe injected) in headless Chromium; returns the
--- probe's result table.
-local function probe(html, name)
-  local chromium = find_chromium()
-  if not chromium then t.skip("chromium not installed (apt-get install chromium)") end
-  local page = tmp .. "/" .. name .. ".probe.html"
-  fs.write(page, (html:gsub("<head>", function() return "<head>" .. PROBE end, 1)))
-  local profile = fs.tmpdir("mk-chromium-")
-  local dom = tmp .. "/" .. name .. ".dom"
-  local cmd = string.format("timeout 90 %s --headless --no-sandbox --disable-gpu --disable-background-networking "
-    .. "--disable-component-update --disable-sync --no-first-run --user-data-dir=%s --virtual-time-budget=3000 "
-    .. "--dump-dom 'file://%s' > '%s' 2>'%s.err'", chromium, profile, page, dom, dom)
-  local ok = os.execute(cmd)
-  fs.rm_rf(profile)
-  local out = fs.read(dom) or ""
-  if not ok then t.fail("chromium failed: " .. (fs.read(dom .. ".err") or ""):sub(-2000)) end
-  local attr = out:match('id="mk%-probe" data%-result="(.-)"') or out:match('data%-result="(.-)" id="mk%-probe"')
-  t.ok(attr, "probe result in the dumped DOM")
-  return cjson.decode(html_unescape(attr))
-end
+local chromium = dofile("tests/lua/lib/chromium.lua")
+local function probe(html, name) return chromium.probe(t, html, tmp, name) end
 
 t.test("chromium: run page loads with no console error, one element per node, click shows the node", function()
   local html = report.html(assert(report.load(run_dir)))

@@ -25,57 +25,73 @@ local function num(x) return type(x) == "number" and x == x and x or nil end
 
 -- Anytime traces --------------------------------------------------------------
 
+local SPENT_KEYS = { "tokens", "usd", "llm_s", "device_s" }
+
 --- The trace of one run from its events (a list of decoded events.jsonl
 --- lines, in file order) and its summary (may be nil): every candidate
 --- node with what the run had spent when it was found, and whether the
 --- held-out re-check confirmed it.
 ---
---- Spend at a node: tokens, usd and llm_s summed over the `llm` events
---- logged before it; wall_s its `t`; device_s from the node event's
---- `spent.device_s` (recorded since the compare change; runs from before
---- have none, so `has.device_s` is false). A resumed run restarts its
---- device counter; the last value before each `resume` event is carried.
+--- Spend at a node: the node event's `spent` record (tokens, usd, llm_s,
+--- device_s: what the run's ctx had spent, earlier sessions included),
+--- wall_s its `t`. Runs recorded while ctx counted only its own session
+--- restart their counters after a `resume` event: a value below the last
+--- one before the resume adds that one. Runs from before node events carried `spent`
+--- get tokens, usd and llm_s summed over the `llm` events logged before the
+--- node (`rebuilt = true`: the LLM ledger is process-wide, so runs that
+--- ran at once in one bench process may have logged each other's calls)
+--- and no device seconds (`has.device_s` false).
 ---
 --- Returns {nodes = {{id, kind, status, speedup, compiled, correct,
 --- verified = true|false|nil, at = {tokens, usd, llm_s, device_s, wall_s}}},
---- total = {tokens, usd, llm_s, device_s, wall_s}, has = {resource = bool}}.
+--- total = {tokens, usd, llm_s, device_s, wall_s}, has = {resource = bool},
+--- rebuilt = bool}.
 ---@param events table[]
 ---@param summary table|nil
 ---@return table
 function compare.trace(events, summary)
   if type(events) ~= "table" then error("compare.trace: events must be a list", 2) end
-  local tokens, usd, llm_s = 0, 0, 0
-  local dev_base, dev_last = 0, 0
-  local has_device = true
-  local nodes, heldout, any_node = {}, {}, false
+  local from_llm = { tokens = 0, usd = 0, llm_s = 0 }
+  local base, last = { tokens = 0, usd = 0, llm_s = 0, device_s = 0 }, { tokens = 0, usd = 0, llm_s = 0, device_s = 0 }
+  local resumed_at = {}
+  local has_device, rebuilt = true, false
+  local nodes, heldout = {}, {}
   for _, ev in ipairs(events) do
     local ty = ev.type
     if ty == "llm" or ty == "llm_call" then
       local u = type(ev.usage) == "table" and ev.usage or ev
-      tokens = tokens + (num(u.input_tokens) or 0) + (num(u.output_tokens) or 0)
-      usd = usd + (num(u.usd) or num(u.cost_usd) or num(ev.cost_usd) or 0)
-      llm_s = llm_s + (num(ev.latency_s) or 0)
+      from_llm.tokens = from_llm.tokens + (num(u.input_tokens) or 0) + (num(u.output_tokens) or 0)
+      from_llm.usd = from_llm.usd + (num(u.usd) or num(u.cost_usd) or num(ev.cost_usd) or 0)
+      from_llm.llm_s = from_llm.llm_s + (num(ev.latency_s) or 0)
     elseif ty == "resume" then
-      dev_base = dev_last
+      for _, k in ipairs(SPENT_KEYS) do resumed_at[k] = last[k] end
     elseif ty == "heldout" and ev.node ~= nil then
       heldout[tostring(ev.node)] = ev.correct == true
     elseif ty == "node" and ev.id ~= nil then
-      any_node = true
-      local sp = type(ev.spent) == "table" and num(ev.spent.device_s)
-      local dev
-      if sp then
-        dev = dev_base + sp
-        dev_last = dev
-      else
-        has_device = false
+      local sp = type(ev.spent) == "table" and ev.spent or {}
+      local at = { wall_s = num(ev.t) or 0 }
+      for _, k in ipairs(SPENT_KEYS) do
+        local v = num(sp[k])
+        if v then
+          if resumed_at[k] then -- the first node after a resume: did the counter restart?
+            if base[k] + v < resumed_at[k] then base[k] = resumed_at[k] end
+            resumed_at[k] = nil
+          end
+          at[k] = base[k] + v
+          last[k] = at[k]
+        elseif k == "device_s" then
+          has_device = false
+        else
+          at[k] = from_llm[k]
+          rebuilt = true
+        end
       end
       if ev.kind ~= "reference" and ev.kind ~= "root" then
         local speedup = num(ev.speedup)
         nodes[#nodes + 1] = {
           id = tostring(ev.id), kind = ev.kind, status = ev.status, speedup = speedup,
           compiled = type(ev.status) == "string" and not NOT_COMPILED[ev.status],
-          correct = ev.status == "ok" and speedup ~= nil and speedup > 0,
-          at = { tokens = tokens, usd = usd, llm_s = llm_s, device_s = dev, wall_s = num(ev.t) or 0 },
+          correct = ev.status == "ok" and speedup ~= nil and speedup > 0, at = at,
         }
       end
     end
@@ -83,20 +99,22 @@ function compare.trace(events, summary)
   for _, n in ipairs(nodes) do n.verified = heldout[n.id] end
   local c = type(summary) == "table" and type(summary.cost) == "table" and summary.cost or {}
   local total = {
-    tokens = (num(c.input_tokens) or num(c.output_tokens)) and ((num(c.input_tokens) or 0) + (num(c.output_tokens) or 0)) or tokens,
-    usd = num(c.usd) or usd,
-    llm_s = num(c.llm_s) or llm_s,
-    device_s = num(c.device_s) or (has_device and dev_last or nil),
+    tokens = (num(c.input_tokens) or num(c.output_tokens)) and ((num(c.input_tokens) or 0) + (num(c.output_tokens) or 0))
+      or last.tokens,
+    usd = num(c.usd) or last.usd,
+    llm_s = num(c.llm_s) or last.llm_s,
+    device_s = num(c.device_s) or (has_device and last.device_s or nil),
     wall_s = num(c.wall_s) or (events[#events] and num(events[#events].t)) or 0,
   }
-  -- a node logged after the summary's totals were taken cannot cost less than them
+  -- a resumed run's summary counts only its last session; nodes before it
+  -- show the run spent at least that much
   for _, n in ipairs(nodes) do
     for _, k in ipairs(compare.RESOURCES) do
       if n.at[k] and total[k] and n.at[k] > total[k] then total[k] = n.at[k] end
     end
   end
-  return { nodes = nodes, total = total, has = { tokens = true, usd = true, llm_s = true, wall_s = true,
-    device_s = has_device and (any_node or #nodes == 0) } }
+  return { nodes = nodes, total = total, rebuilt = rebuilt,
+    has = { tokens = true, usd = true, llm_s = true, wall_s = true, device_s = has_device } }
 end
 
 --- Whether spend `at` fits every limit of `limits` ({resource = number}).
@@ -134,6 +152,12 @@ function compare.at_budget(trace, limits)
   }
 end
 
+-- The effective speedup of the median repeat (mk.study.metrics' lower median).
+local function median_eff(outs)
+  return metrics.effective_speedup(metrics.median_run(outs) or {})
+end
+compare.median_effective = median_eff
+
 --- Budgets spaced evenly on a log scale from lo to hi (n points, n >= 2).
 function compare.log_grid(lo, hi, n)
   n = n or 40
@@ -163,7 +187,7 @@ function compare.curve(tasks, resource, grid)
     for ti, t in ipairs(tasks) do
       local outs = {}
       for k, tr in ipairs(t.traces) do outs[k] = compare.at_budget(tr, limits) end
-      rows[ti] = metrics.effective_speedup(metrics.median_run(outs) or {})
+      rows[ti] = median_eff(outs)
       for k = 1, kmax do
         per_k[k] = per_k[k] or {}
         local o = outs[k] or outs[#outs]
@@ -244,12 +268,6 @@ function compare.bootstrap(units, stat, opts)
 end
 
 -- Pairs ---------------------------------------------------------------------------
-
--- The effective speedup of the median repeat (mk.metrics' lower median).
-local function median_eff(outs)
-  return metrics.effective_speedup(metrics.median_run(outs) or {})
-end
-compare.median_effective = median_eff
 
 -- stat over units {{outs_a}, {outs_b}}: geomean of per-unit ratios
 local function geomean_ratio(units)
@@ -394,14 +412,15 @@ function compare.verdict(p, ctx)
       p.b, p.a, p.b, p.a, p.geomean_ratio, pct, p.ci_low, p.ci_high, where)
   end
   if (ctx.unverified or 0) > 0 then
-    s = s .. string.format(" (%d runs count a node the held-out check never saw)", ctx.unverified)
+    s = s .. string.format(" (%s a node the held-out check never saw)",
+      ctx.unverified == 1 and "1 run counts" or (ctx.unverified .. " runs count"))
   end
   return s
 end
 
 -- Loading ---------------------------------------------------------------------------
 
--- bench directories are read as mk.bench and mk.report read them
+-- results and summaries as every study module reads them; events as mk.study.report does
 local read_json = require("mk.services.util").read_json
 local function read_events(path) return require("mk.study.report").read_jsonl(path) end
 
@@ -592,7 +611,7 @@ function compare.run(strategies, opts)
   local rlo, rhi
   for si, s in ipairs(strategies) do
     local tl = task_list(s)
-    local side, rows, unverified, cut_runs, runs = {}, {}, 0, 0, 0
+    local side, rows, unverified, cut_runs, runs, rebuilt = {}, {}, 0, 0, 0, 0
     local spent, spent_cut = metrics.sum_costs({}), {}
     for k in pairs(limits) do spent_cut[k] = 0 end
     for ti, t in ipairs(tl) do
@@ -603,6 +622,7 @@ function compare.run(strategies, opts)
         runs = runs + 1
         if o.unverified then unverified = unverified + 1 end
         if o.cut then cut_runs = cut_runs + 1 end
+        if tr.rebuilt then rebuilt = rebuilt + 1 end
         for r in pairs(limits) do spent_cut[r] = spent_cut[r] + math.min(tr.total[r] or 0, limits[r]) end
       end
       rlo, rhi = math.min(rlo or #outs, #outs), math.max(rhi or #outs, #outs)
@@ -618,6 +638,7 @@ function compare.run(strategies, opts)
       runs = runs, compiled = agg.compiled, correct = agg.correct, geomean_speedup = agg.geomean_speedup,
       geomean_speedup_floored = agg.geomean_speedup_floored, fast_p = agg.fast_p,
       spent = spent, spent_within_budget = spent_cut, runs_cut = cut_runs, unverified_runs = unverified,
+      rebuilt_runs = rebuilt,
       run_budget = type(s.results.options) == "table" and s.results.options.budget or nil,
     }
   end
@@ -703,8 +724,7 @@ function compare.format(result)
       s.spent.device_s or 0)
   end
   L[#L + 1] = "(figures at the budget: each run counts the best kernel found within it; tokens, USD, device: what the runs spent in all)"
-  local note = compare.run_budget_note(result.strategies)
-  if note then L[#L + 1] = note end
+  for _, note in ipairs(compare.notes(result.strategies)) do L[#L + 1] = note end
   for _, p in ipairs(result.pairs) do
     L[#L + 1] = ""
     L[#L + 1] = string.format("%s vs %s: per task, ratio of median-repeat speedups %s/%s (failed = 1.0)", p.b, p.a, p.b, p.a)
@@ -726,8 +746,25 @@ function compare.format(result)
   return table.concat(L, "\n") .. "\n"
 end
 
---- A note when the benches ran under different `--budget`s (a run stopped
---- by a smaller one could not use the compared budget), else nil.
+--- Notes on what limits the comparison (a list of lines, maybe empty):
+--- benches run under different `--budget`s (a run stopped by a smaller one
+--- could not spend up to the compared budget), and runs whose spend per
+--- node had to be rebuilt from llm events.
+function compare.notes(strategies)
+  local out = {}
+  local budget_note = compare.run_budget_note(strategies)
+  if budget_note then out[#out + 1] = budget_note end
+  local rebuilt, runs = 0, 0
+  for _, s in ipairs(strategies) do rebuilt, runs = rebuilt + (s.rebuilt_runs or 0), runs + (s.runs or 0) end
+  if rebuilt > 0 then
+    out[#out + 1] = string.format("note: %d of %d runs predate per-node spend records: their tokens, USD and LLM seconds "
+      .. "at each node are rebuilt from llm events, which runs going at once in one bench process can mix up "
+      .. "(wall-second budgets are exact for them)", rebuilt, runs)
+  end
+  return out
+end
+
+--- The note on different `--budget`s of the benches, or nil.
 function compare.run_budget_note(strategies)
   local texts, differ = {}, false
   for i, s in ipairs(strategies) do
@@ -818,8 +855,7 @@ function compare.html(result, curves)
       s.runs_cut, s.runs, s.unverified_runs, tok(c), c.usd or 0, c.llm_s or 0, c.device_s or 0, c.wall_s or 0)
   end
   P[#P + 1] = "</table>"
-  local note = compare.run_budget_note(result.strategies)
-  if note then P[#P + 1] = '<p class="sub">' .. esc(note) .. "</p>" end
+  for _, note in ipairs(compare.notes(result.strategies)) do P[#P + 1] = '<p class="sub">' .. esc(note) .. "</p>" end
   P[#P + 1] = "<h2>Anytime curves</h2><p class=\"sub\">geomean over tasks of the median repeat's best correct speedup "
     .. "(failed = 1.0) within a budget per run; band: lowest to highest suite geomean over repeats</p>"
   local unv, runs = 0, 0
