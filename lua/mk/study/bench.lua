@@ -288,8 +288,8 @@ function bench.run(opts)
     prog:set(status_fields())
     prog:tick(1)
   end
-  local task = package.loaded["mk.services.task"] or select(2, pcall(require, "mk.services.task"))
-  if type(task) == "table" and task.spawn and task.current and task.current() then
+  local task = require "mk.services.task"
+  if task.current() then
     local hs = {}
     for i = 1, math.min(conc, #pairs_) do hs[i] = task.spawn(worker) end
     task.gather(hs)
