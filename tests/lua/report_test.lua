@@ -7,7 +7,7 @@ local fs = require "mk.fs"
 local report = require "mk.study.report"
 local metrics = require "mk.study.metrics"
 
-local tmp = fs.tmpdir("mk-report-test-")
+local tmp = t.tmpdir("mk-report-test-")
 
 local function count(s, pat)
   local n = 0
@@ -274,7 +274,7 @@ local function probe(html, name)
   if not chromium then t.skip("chromium not installed (apt-get install chromium)") end
   local page = tmp .. "/" .. name .. ".probe.html"
   fs.write(page, (html:gsub("<head>", function() return "<head>" .. PROBE end, 1)))
-  local profile = fs.tmpdir("mk-chromium-")
+  local profile = t.tmpdir("mk-chromium-")
   local dom = tmp .. "/" .. name .. ".dom"
   local cmd = string.format("timeout 90 %s --headless --no-sandbox --disable-gpu --disable-background-networking "
     .. "--disable-component-update --disable-sync --no-first-run --user-data-dir=%s --virtual-time-budget=3000 "
