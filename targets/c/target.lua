@@ -302,7 +302,7 @@ local function run_sandboxed(argv, opts)
     limits = opts.limits,
     sandbox = { workdir = opts.workdir, ro = opts.ro, rw = opts.rw, network = false },
   }
-  local r, err = proc.run(spec)
+  local r, err = proc.run(require("mk.services.sandbox").apply(spec))
   if not r then return nil, err end
   return r
 end

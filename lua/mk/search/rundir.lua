@@ -56,13 +56,16 @@ local function read_json(path)
   return type(v) == "table" and v or nil
 end
 
+-- Node events carry `spent`: what the run had spent when the node was
+-- added (run.spent, set by the runner to ctx:spent), so a run can be cut
+-- at any budget afterwards (mk.study.compare's anytime curves).
 function Run:_wire()
   self.mono0 = now()
   self.offset = os.time() - (tonumber(self.info.started) or os.time())
   self.graph.on_add = function(n)
     self:event{ type = "node", id = n.id, key = n.key, kind = n.kind, status = n.status,
       parents = #n.parents > 0 and n.parents or nil, latency_s = n.metrics.latency_s, speedup = n.metrics.speedup,
-      cost = n.cost }
+      cost = n.cost, spent = self.spent and self.spent() or nil }
   end
   self.graph.on_best = function(n)
     self:event{ type = "best", id = n.id, latency_s = n.metrics.latency_s, speedup = n.metrics.speedup }

@@ -234,7 +234,7 @@ function bench.run(opts)
         local ro = {
           strategy = opts.strategy, task = t.dir, set = copy_opts(opts.set), seed = base_seed + k - 1,
           model = opts.model, llm_config = opts.llm_config, budget = opts.budget and copy_opts(opts.budget),
-          run_dir = dir, quiet = true, jobs = opts.jobs, llm_cache = opts.llm_cache,
+          run_dir = dir, quiet = true, jobs = opts.jobs, llm_cache = opts.llm_cache, workers = opts.workers,
         }
         ok, summary = pcall(runner, ro)
       end

@@ -14,6 +14,15 @@ function t.test(name, fn) t.cases[#t.cases + 1] = { name = name, fn = fn } end
 
 function t.fail(msg) error(msg, 3) end
 
+--- Run a shell command (stderr merged into stdout); returns its exit code
+--- and its output.
+function t.sh(cmd)
+  local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
+  local out = p:read("a")
+  p:close()
+  return tonumber(out:match("rc=(%d+)%s*$")), (out:gsub("rc=%d+%s*$", ""))
+end
+
 function t.ok(v, msg)
   if not v then error((msg or "expected a true value") .. ", got " .. fmt(v), 2) end
   return v
