@@ -190,6 +190,54 @@ static int lookup_commit(git_repository *repo, const char *spec, git_commit **ou
   return rc;
 }
 
+/* Raise on a bad files table (path or data) or parents list, before
+ * anything is written: an argument mistake must leave the repository as it
+ * was. */
+static void check_commit_args(lua_State *L, int files, int parents_idx, size_t nparents) {
+  lua_pushnil(L);
+  while (lua_next(L, files)) {
+    if (lua_type(L, -2) != LUA_TSTRING || !valid_path(lua_tostring(L, -2)))
+      luaL_argerror(L, 2, lua_pushfstring(L, "bad file path '%s'", lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2)));
+    if (lua_type(L, -1) != LUA_TSTRING)
+      luaL_argerror(L, 2, lua_pushfstring(L, "file '%s' must be a string", lua_tostring(L, -2)));
+    lua_pop(L, 1);
+  }
+  for (size_t i = 1; i <= nparents; i++) {
+    if (lua_rawgeti(L, parents_idx, (lua_Integer)i) != LUA_TSTRING) luaL_argerror(L, 2, "parents must be strings");
+    lua_pop(L, 1);
+  }
+}
+
+/* Write a blob for every file of the table at `files` and the tree holding
+ * them (sub-trees from '/' in paths, through an in-memory index).
+ * 0 or a libgit2 error, with *what saying which step failed. */
+static int write_tree(lua_State *L, git_repository *repo, int files, git_oid *tree_id, const char **what) {
+  git_index *index = NULL;
+  int rc = git_index_new(&index);
+  if (rc < 0) return rc;
+  lua_pushnil(L);
+  while (lua_next(L, files)) {
+    size_t len;
+    const char *data = lua_tolstring(L, -1, &len);
+    git_index_entry e;
+    memset(&e, 0, sizeof e);
+    e.mode = GIT_FILEMODE_BLOB;
+    e.path = lua_tostring(L, -2);
+    e.file_size = (uint32_t)len;
+    rc = git_blob_create_from_buffer(&e.id, repo, data, len);
+    if (rc >= 0) rc = git_index_add(index, &e);
+    lua_pop(L, 1);
+    if (rc < 0) {
+      lua_pop(L, 1);
+      *what = "cannot write file";
+      break;
+    }
+  }
+  if (rc >= 0) rc = git_index_write_tree_to(tree_id, index, repo);
+  git_index_free(index);
+  return rc;
+}
+
 /* repo:commit{files = {[path] = data}, parents = {rev...}, message = s,
  *   ref = name?, time = unix_seconds?, author = name?, email = s?}
  *   -> oid | nil, err
@@ -216,23 +264,10 @@ static int repo_commit(lua_State *L) {
     luaL_argcheck(L, lua_istable(L, -1), 2, "parents must be a list of revisions");
     parents_idx = lua_gettop(L);
   }
-  /* validate everything before touching the repository */
-  lua_pushnil(L);
-  while (lua_next(L, files)) {
-    if (lua_type(L, -2) != LUA_TSTRING || !valid_path(lua_tostring(L, -2)))
-      luaL_argerror(L, 2, lua_pushfstring(L, "bad file path '%s'", lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2)));
-    if (lua_type(L, -1) != LUA_TSTRING)
-      luaL_argerror(L, 2, lua_pushfstring(L, "file '%s' must be a string", lua_tostring(L, -2)));
-    lua_pop(L, 1);
-  }
   size_t nparents = parents_idx ? lua_rawlen(L, parents_idx) : 0;
-  for (size_t i = 1; i <= nparents; i++) {
-    if (lua_rawgeti(L, parents_idx, (lua_Integer)i) != LUA_TSTRING) luaL_argerror(L, 2, "parents must be strings");
-    lua_pop(L, 1);
-  }
+  check_commit_args(L, files, parents_idx, nparents);
 
   git_repository *repo = r->repo;
-  git_index *index = NULL;
   git_tree *tree = NULL;
   git_signature *sig = NULL;
   git_commit **parents = NULL;
@@ -251,27 +286,7 @@ static int repo_commit(lua_State *L) {
       goto done;
     }
   }
-  rc = git_index_new(&index);
-  if (rc < 0) goto done;
-  lua_pushnil(L);
-  while (lua_next(L, files)) {
-    size_t len;
-    const char *data = lua_tolstring(L, -1, &len);
-    git_index_entry e;
-    memset(&e, 0, sizeof e);
-    e.mode = GIT_FILEMODE_BLOB;
-    e.path = lua_tostring(L, -2);
-    e.file_size = (uint32_t)len;
-    rc = git_blob_create_from_buffer(&e.id, repo, data, len);
-    if (rc >= 0) rc = git_index_add(index, &e);
-    lua_pop(L, 1);
-    if (rc < 0) {
-      lua_pop(L, 1);
-      what = "cannot write file";
-      goto done;
-    }
-  }
-  rc = git_index_write_tree_to(&tree_id, index, repo);
+  rc = write_tree(L, repo, files, &tree_id, &what);
   if (rc < 0) goto done;
   rc = git_tree_lookup(&tree, repo, &tree_id);
   if (rc < 0) goto done;
@@ -291,7 +306,6 @@ done:
   free(parents);
   git_signature_free(sig);
   git_tree_free(tree);
-  git_index_free(index);
   if (rc < 0) return push_git_error(L, rc, what);
   push_oid(L, &commit_id);
   return 1;

@@ -12,6 +12,7 @@
  * callback may itself wait on engine primitives. `http.request{...}` is a
  * few lines of Lua over these (see LUA_WRAPPER at the end). */
 #include "mk.h"
+#include "buf.h"
 
 #include <curl/curl.h>
 #include <math.h>
@@ -22,33 +23,6 @@
 
 #define XFER_MT "mk.http.request"
 
-/* ---- growable byte buffer ------------------------------------------- */
-
-typedef struct {
-  char *p;
-  size_t n, cap;
-} buf;
-
-static int buf_add(buf *b, const char *s, size_t n) {
-  if (b->n + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->n + n + 1) cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) return -1;
-    b->p = p;
-    b->cap = cap;
-  }
-  memcpy(b->p + b->n, s, n);
-  b->n += n;
-  b->p[b->n] = 0;
-  return 0;
-}
-
-static void buf_free(buf *b) {
-  free(b->p);
-  b->p = NULL;
-  b->n = b->cap = 0;
-}
 
 /* ---- the shared multi handle -------------------------------------------- */
 
@@ -76,10 +50,10 @@ typedef struct xfer {
   CURL *easy;
   struct curl_slist *hdrs;
   char errbuf[CURL_ERROR_SIZE];
-  buf body;
-  buf resp_hdrs;     /* "name\0value\0" pairs of the last response */
-  buf partial;       /* the line being received */
-  buf lines;         /* complete lines, each followed by '\n' */
+  mk_buf body;
+  mk_buf resp_hdrs;     /* "name\0value\0" pairs of the last response */
+  mk_buf partial;       /* the line being received */
+  mk_buf lines;         /* complete lines, each followed by '\n' */
   size_t nlines;
   int want_lines;
   int in_multi;
@@ -203,24 +177,24 @@ static void xfer_remove(xfer *x) {
   }
 }
 
-/* Split the newly received bytes into lines; '\r' before '\n' is dropped. */
-static void add_lines(xfer *x, const char *p, size_t n) {
+/* Split the newly received bytes into lines; '\r' before '\n' is dropped.
+ * -1 when memory ran out (the transfer then fails, like a body that cannot
+ * grow). */
+static int add_lines(xfer *x, const char *p, size_t n) {
   while (n > 0) {
     const char *nl = memchr(p, '\n', n);
-    if (!nl) {
-      buf_add(&x->partial, p, n);
-      return;
-    }
+    if (!nl) return mk_buf_add(&x->partial, p, n);
     size_t k = (size_t)(nl - p);
-    buf_add(&x->partial, p, k);
+    if (mk_buf_add(&x->partial, p, k) != 0) return -1;
     if (x->partial.n > 0 && x->partial.p[x->partial.n - 1] == '\r') x->partial.n--;
-    buf_add(&x->lines, x->partial.p ? x->partial.p : "", x->partial.n);
-    buf_add(&x->lines, "\n", 1);
+    if (mk_buf_add(&x->lines, x->partial.p ? x->partial.p : "", x->partial.n) != 0) return -1;
+    if (mk_buf_add(&x->lines, "\n", 1) != 0) return -1;
     x->nlines++;
     x->partial.n = 0;
     p = nl + 1;
     n -= k + 1;
   }
+  return 0;
 }
 
 static void xfer_complete(xfer *x, CURLcode rc) {
@@ -230,9 +204,7 @@ static void xfer_complete(xfer *x, CURLcode rc) {
   curl_easy_getinfo(x->easy, CURLINFO_TOTAL_TIME, &x->total_s);
   curl_easy_getinfo(x->easy, CURLINFO_NUM_CONNECTS, &x->connects);
   if (x->want_lines && x->partial.n > 0) {
-    buf_add(&x->lines, x->partial.p, x->partial.n);
-    buf_add(&x->lines, "\n", 1);
-    x->nlines++;
+    if (mk_buf_add(&x->lines, x->partial.p, x->partial.n) == 0 && mk_buf_add(&x->lines, "\n", 1) == 0) x->nlines++;
     x->partial.n = 0;
   }
   xfer_remove(x);
@@ -292,18 +264,21 @@ static size_t write_cb(char *p, size_t size, size_t n, void *ud) {
   x->rx_bytes += (curl_off_t)len;
   if (x->max_bytes > 0 && x->rx_bytes > x->max_bytes) {
     x->too_big = 1;
-    buf_free(&x->body);
-    buf_free(&x->partial);
-    buf_free(&x->lines);
+    mk_buf_free(&x->body);
+    mk_buf_free(&x->partial);
+    mk_buf_free(&x->lines);
     x->nlines = 0;
     return 0;
   }
-  if (buf_add(&x->body, p, len) != 0) {
+  if (mk_buf_add(&x->body, p, len) != 0) {
     snprintf(x->errbuf, sizeof x->errbuf, "out of memory while receiving the response");
     return 0;
   }
   if (x->want_lines) {
-    add_lines(x, p, len);
+    if (add_lines(x, p, len) != 0) {
+      snprintf(x->errbuf, sizeof x->errbuf, "out of memory while receiving the response");
+      return 0;
+    }
     wake(x, 0);
   }
   return len;
@@ -327,11 +302,11 @@ static size_t header_cb(char *p, size_t size, size_t n, void *ud) {
   for (size_t i = 0; i < klen; i++) {
     char c = p[i];
     if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
-    buf_add(&x->resp_hdrs, &c, 1);
+    if (mk_buf_add(&x->resp_hdrs, &c, 1) != 0) return 0;
   }
-  buf_add(&x->resp_hdrs, &zero, 1);
-  buf_add(&x->resp_hdrs, v, (size_t)(end - v));
-  buf_add(&x->resp_hdrs, &zero, 1);
+  if (mk_buf_add(&x->resp_hdrs, &zero, 1) != 0 || mk_buf_add(&x->resp_hdrs, v, (size_t)(end - v)) != 0 ||
+      mk_buf_add(&x->resp_hdrs, &zero, 1) != 0)
+    return 0; /* out of memory: curl fails the transfer */
   return len;
 }
 
@@ -388,10 +363,10 @@ static void xfer_close(xfer *x) {
   x->easy = NULL;
   curl_slist_free_all(x->hdrs);
   x->hdrs = NULL;
-  buf_free(&x->body);
-  buf_free(&x->resp_hdrs);
-  buf_free(&x->partial);
-  buf_free(&x->lines);
+  mk_buf_free(&x->body);
+  mk_buf_free(&x->resp_hdrs);
+  mk_buf_free(&x->partial);
+  mk_buf_free(&x->lines);
   x->closed = 1;
   G.live--;
 }

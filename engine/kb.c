@@ -6,6 +6,7 @@
  * is rebuilt at start-up and `index:stale()` (file times and sizes) tells a
  * caller when to rebuild it. */
 #include "mk.h"
+#include "buf.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -25,24 +26,25 @@
 
 /* ---- growable byte buffer and small helpers ------------------------------ */
 
-typedef struct { char *p; size_t n, cap; } kb_buf;
+typedef mk_buf kb_buf;
+
+/* Out of memory, the index stops the engine with a message: an index half
+ * built would answer searches wrongly, and building it is synchronous deep
+ * inside parsing with no error path back to Lua (mk.http, which can fail one
+ * transfer, fails it instead). */
+static void out_of_memory(void) {
+  fputs("mk.kb: out of memory\n", stderr);
+  abort();
+}
 
 static void *xrealloc(void *p, size_t n) {
   void *q = realloc(p, n ? n : 1);
-  if (!q) { fputs("mk.kb: out of memory\n", stderr); abort(); }
+  if (!q) out_of_memory();
   return q;
 }
 
 static void buf_add(kb_buf *b, const char *s, size_t n) {
-  if (b->n + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap * 2 : 256;
-    while (cap < b->n + n + 1) cap *= 2;
-    b->p = xrealloc(b->p, cap);
-    b->cap = cap;
-  }
-  memcpy(b->p + b->n, s, n);
-  b->n += n;
-  b->p[b->n] = 0;
+  if (mk_buf_add(b, s, n) != 0) out_of_memory();
 }
 
 static char *xstrndup(const char *s, size_t n) {

@@ -35,10 +35,10 @@ static void digest(const void *data, size_t n, size_t piece, char out[65]) {
 static const struct {
   const char *name, *msg, *want;
 } vectors[] = {
-  {"empty", "", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
-  {"abc", "abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
-  {"two_blocks", "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
-   "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+    {"empty", "", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+    {"abc", "abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+    {"two_blocks", "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+     "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
 };
 static const char *MILLION_A = "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0";
 
@@ -73,12 +73,12 @@ int main(void) {
   lua_pushstring(L, path);
   lua_setglobal(L, "PATH");
   const char *lua =
-    "local hash = require 'mk.hash'\n"
-    "assert(hash.sha256('abc') == 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad')\n"
-    "assert(hash.sha256(('a'):rep(1000000)) == hash.sha256_file(PATH))\n"
-    "local v, err = hash.sha256_file(PATH .. '.missing')\n"
-    "assert(v == nil and err.kind == 'io' and err.message:find('No such file', 1, true), err and err.message)\n"
-    "assert(not pcall(hash.sha256, {}))\n";
+      "local hash = require 'mk.hash'\n"
+      "assert(hash.sha256('abc') == 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad')\n"
+      "assert(hash.sha256(('a'):rep(1000000)) == hash.sha256_file(PATH))\n"
+      "local v, err = hash.sha256_file(PATH .. '.missing')\n"
+      "assert(v == nil and err.kind == 'io' and err.message:find('No such file', 1, true), err and err.message)\n"
+      "assert(not pcall(hash.sha256, {}))\n";
   int ok = luaL_dostring(L, lua) == LUA_OK;
   check("lua_module", ok, ok ? NULL : lua_tostring(L, -1));
   lua_close(L);

@@ -24,7 +24,7 @@ local function recorder(reply)
 end
 
 local function ctx_with(client, opts)
-  local dir = fs.tmpdir("mk-agents")
+  local dir = t.tmpdir("mk-agents")
   local g = assert(graph_lib.open(dir .. "/graph.git", { create = true }))
   local ctx = context.new { task = task, graph = g, llm = client, opts = opts or {}, seed = 1, agents = require "agents",
     eval = { evaluate = function() return { status = "ok", latency_s = 0.001, speedup = 2 } end } }

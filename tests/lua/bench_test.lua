@@ -8,7 +8,7 @@ local fs = require "mk.fs"
 local task = require "mk.services.task"
 local bench = require "mk.study.bench"
 
-local tmp = fs.tmpdir("mk-bench-test-")
+local tmp = t.tmpdir("mk-bench-test-")
 
 -- a suite of 3 tasks plus things that are not tasks
 local suite = tmp .. "/suite"

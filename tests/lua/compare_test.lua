@@ -12,7 +12,7 @@ local task = require "mk.services.task"
 local compare = require "mk.study.compare"
 
 local MK = fs.realpath((os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine")
-local tmp = fs.tmpdir("mk-compare-test-")
+local tmp = t.tmpdir("mk-compare-test-")
 
 local function mk(args)
   local argv = { MK }

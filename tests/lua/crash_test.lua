@@ -31,7 +31,7 @@ local function wait_released(dir)
 end
 
 t.test("20 SIGKILLs at random moments lose, change and duplicate no committed node", function()
-  local base = fs.tmpdir("mk-crash-test")
+  local base = t.tmpdir("mk-crash-test")
   local dir = base .. "/run"
   local log = base .. "/log"
   assert(fs.write(log, "\n"))

@@ -11,7 +11,7 @@ local eval = require "mk.search.eval"
 
 local RMS = "examples/tasks/c/rmsnorm"
 
-local function tmp() return fs.tmpdir("mkc-test") end
+local function tmp() return t.tmpdir("mkc-test") end
 
 local function write_task(dir, task_src, ref)
   fs.mkdirs(dir)

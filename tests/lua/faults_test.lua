@@ -9,7 +9,7 @@ local cjson = require "cjson"
 
 local MK = fs.realpath((os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine")
 local TASK = fs.realpath("tests/tasks/rmsnorm_small")
-local tmp = fs.tmpdir("mk-faults-test")
+local tmp = t.tmpdir("mk-faults-test")
 
 local sh = t.sh
 

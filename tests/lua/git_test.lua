@@ -2,11 +2,10 @@
 -- with kinds, large and binary files, symbolic HEAD, to-be-closed repos,
 -- fsync mode, and agreement with the git command line.
 local t = dofile("tests/lua/lib/t.lua")
-local fs = require "mk.fs"
 local git = require "mk.git"
 
 local function repo()
-  local dir = fs.tmpdir("mk-git-test") .. "/g.git"
+  local dir = t.tmpdir("mk-git-test") .. "/g.git"
   return assert(git.init(dir)), dir
 end
 

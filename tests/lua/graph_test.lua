@@ -11,7 +11,7 @@ local function ids(list)
   return out
 end
 
-local function tmp() return fs.tmpdir("mk-graph-test") .. "/graph.git" end
+local function tmp() return t.tmpdir("mk-graph-test") .. "/graph.git" end
 
 local function sh(cmd)
   local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
@@ -257,7 +257,7 @@ t.test("readonly open repairs nothing on disk and refuses add", function()
 end)
 
 t.test("open of something that is not a repository fails with kind corrupt", function()
-  local d = fs.tmpdir("mk-graph-test")
+  local d = t.tmpdir("mk-graph-test")
   assert(fs.write(d .. "/x", "y"))
   local g, err = graph.open(d)
   t.eq(g, nil); t.eq(err.kind, "corrupt")

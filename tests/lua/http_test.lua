@@ -183,7 +183,7 @@ end)
 
 t.test("an idle kept-alive connection does not keep a finished engine waiting", function()
   local fs = require "mk.fs"
-  local dir = fs.tmpdir("mk-http-idle-")
+  local dir = t.tmpdir("mk-http-idle-")
   fs.write(dir .. "/idle.lua", string.format([[
 local http = require "mk.http"
 assert(http.request { url = %q }.status == 200)

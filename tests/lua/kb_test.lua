@@ -191,7 +191,7 @@ t.test("format shows numbered titles, file names and texts; refs keep what was u
 end)
 
 t.test("learned entries are found by a new index and by the cached one", function()
-  local dir = fs.tmpdir("mk-kb-learn")
+  local dir = t.tmpdir("mk-kb-learn")
   local files = assert(retrieve.learn({
     { task = "7k_softmax_rows", target = "pallas", plan_summary = "Tile rows by 256 with an f32 running max",
       effect = "latency 1.8x faster", status = "ok", speedup = 1.8 },
@@ -220,7 +220,7 @@ t.test("learned entries are found by a new index and by the cached one", functio
 end)
 
 t.test("identical entries of one learn call merge; repeated lessons are retrieved once", function()
-  local dir = fs.tmpdir("mk-kb-dup")
+  local dir = t.tmpdir("mk-kb-dup")
   local e = { task = "dup", target = "c", plan_summary = "waldo unrolling", status = "ok", effect = "1.5x the baseline" }
   local files = assert(retrieve.learn({ e, e, e, { task = "dup", target = "c", plan_summary = "waldo tiling",
     status = "ok", effect = "1.1x the baseline" } }, { dir = dir }))
@@ -236,7 +236,7 @@ t.test("identical entries of one learn call merge; repeated lessons are retrieve
 end)
 
 t.test("learned = false leaves kb/learned/ and learn dirs out", function()
-  local ldir = fs.tmpdir("mk-kb-nl")
+  local ldir = t.tmpdir("mk-kb-nl")
   retrieve.configure { learn_dir = ldir }
   local ok, err = pcall(function()
     assert(retrieve.learn({ task = "nl", target = "c", plan_summary = "fred quux", status = "ok" }))
@@ -251,7 +251,7 @@ t.test("learned = false leaves kb/learned/ and learn dirs out", function()
 end)
 
 t.test("configure(learn_dir, extra_dirs) adds those directories to the default search", function()
-  local ldir, xdir = fs.tmpdir("mk-kb-ld"), fs.tmpdir("mk-kb-x")
+  local ldir, xdir = t.tmpdir("mk-kb-ld"), t.tmpdir("mk-kb-x")
   assert(fs.write(xdir .. "/experts.md", "# Expert notes\nquuxolotl kernels use a tiled layout.\n"))
   local before = retrieve.configure { learn_dir = ldir, extra_dirs = { xdir } }
   local ok, err = pcall(function()
@@ -294,7 +294,7 @@ end)
 
 t.test("learn falls back to $XDG_DATA_HOME/mkengine/learned when kb/learned cannot be written", function()
   if not fs.exists(bin) then t.skip("no binary at " .. bin) end
-  local root = fs.tmpdir("mk-kb-home")
+  local root = t.tmpdir("mk-kb-home")
   local repo = assert(fs.realpath("."))
   assert(fs.mkdirs(root .. "/home/kb"))
   assert(os.execute(string.format("ln -s '%s/lua' '%s/home/lua'", repo, root)))
@@ -323,7 +323,7 @@ t.test("mkengine kb search: -k, --json, --only --kb, no match, usage errors", fu
   local list = require("cjson").decode(out)
   t.eq(#list, 1)
   t.eq(list[1].file, "targets/pallas/kb/tpu-vmem-budget.md")
-  local dir = fs.tmpdir("mk-kb-cli")
+  local dir = t.tmpdir("mk-kb-cli")
   assert(fs.write(dir .. "/n.md", "# Note\nplugh xyzzy\n"))
   out, code = run("kb search plugh --only --kb " .. dir)
   t.eq(code, 0, out)

@@ -11,7 +11,7 @@ local fs = require "mk.fs"
 local http = require "mk.http"
 
 local srv = fake.start()
-local tmp = fs.tmpdir("mk-llm-test-")
+local tmp = t.tmpdir("mk-llm-test-")
 local KEY = fake.key
 local n_prompt = 0
 
@@ -546,17 +546,6 @@ t.test("exec: timeout kills the command", function()
   local _, err = c:chat { messages = { { role = "user", content = "x" } } }
   t.eq(err.kind, "timeout")
   t.ok(task.now() - t0 < 10, "the command was killed, not awaited")
-end)
-
-t.test("exec: the fallback without mk.proc passes stdin, returns stdout, and times out", function()
-  local ex = require "mk.services.llm.providers.exec"
-  local r = assert(ex.run_polling("tr a-z A-Z; echo err >&2; exit 4", "hello", 5))
-  t.eq(r.stdout, "HELLO")
-  t.eq(r.stderr, "err\n")
-  t.eq(r.code, 4)
-  local r2, err = ex.run_polling("sleep 30", "", 0.2)
-  t.eq(r2, nil)
-  t.eq(err.kind, "timeout")
 end)
 
 -- ---- model specs -----------------------------------------------------------------

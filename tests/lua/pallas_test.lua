@@ -30,7 +30,7 @@ t.test("detect recognises JAXBench, MaxKernel and task.lua layouts", function()
   t.ok(pallas.detect(SUITE .. "/rmsnorm"))
   t.ok(pallas.detect("tests/python/tasks/tiny_maxkernel"))
   t.ok(pallas.detect("examples/tasks/pallas/rmsnorm"))
-  local d = fs.tmpdir("mk-pallas-")
+  local d = t.tmpdir("mk-pallas-")
   assert(fs.write(d .. "/task.lua", 'return { name = "x", target = "c" }'))
   t.eq(pallas.detect(d), false, "a C task.lua is not a Pallas task")
   t.eq(pallas.detect(d .. "/missing"), false)
@@ -90,7 +90,7 @@ t.test("load of a bad directory returns bad_task", function()
   local task, err = pallas.load("/nonexistent/task")
   t.eq(task, nil)
   t.eq(err.kind, "bad_task")
-  local d = fs.tmpdir("mk-pallas-")
+  local d = t.tmpdir("mk-pallas-")
   assert(fs.write(d .. "/baseline.py", "def create_inputs():\n    pass\n"))
   task, err = pallas.load(d)
   t.eq(task, nil)
@@ -121,7 +121,7 @@ end)
 t.test("without JAX a step returns status error with kind no_jax, never raises", function()
   if HAVE_JAX then return t.skip("JAX is importable by " .. default_py) end
   local task = assert(pallas.load(TINY))
-  local d = fs.tmpdir("mk-pallas-")
+  local d = t.tmpdir("mk-pallas-")
   local r = pallas.freeze(task, d .. "/tests")
   t.eq(r.status, "error")
   t.eq(r.kind, "no_jax")
@@ -149,7 +149,7 @@ t.test("freeze, compile, test, bench, profile, baseline end to end (" ..
   if not ok then return t.skip(why) end
   local task = assert(pallas.load(TINY))
   task.seeds, task.heldout_seeds = { 0, 1 }, { 1001 }
-  local d = fs.tmpdir("mk-pallas-")
+  local d = t.tmpdir("mk-pallas-")
   local tests = d .. "/tests"
   local f = pallas.freeze(task, tests)
   t.eq(f.status, "ok", f.message)
@@ -239,7 +239,7 @@ t.test("with opts.sandbox a candidate runs under bubblewrap without the expected
   if not HAVE_JAX then pallas.sandbox_ro = { pallas.env.PYTHONPATH } end
   local task = assert(pallas.load(TINY))
   task.seeds, task.heldout_seeds = { 0 }, {}
-  local d = fs.tmpdir("mk-pallas-")
+  local d = t.tmpdir("mk-pallas-")
   local tests = d .. "/tests"
   t.eq(pallas.freeze(task, tests).status, "ok")
   local opts = { tests_dir = tests, sandbox = true }

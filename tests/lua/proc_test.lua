@@ -35,7 +35,7 @@ local function read_pid(path)
   error("no pid written to " .. path)
 end
 
-local tmp = fs.tmpdir("proc-test")
+local tmp = t.tmpdir("proc-test")
 local base_ops = task.stats().ops
 
 t.test("proc/exit code, stdout and stderr come back", function()

@@ -7,7 +7,7 @@ local fs = require "mk.fs"
 local report = require "mk.study.report"
 local metrics = require "mk.study.metrics"
 
-local tmp = fs.tmpdir("mk-report-test-")
+local tmp = t.tmpdir("mk-report-test-")
 
 local function count(s, pat)
   local n = 0

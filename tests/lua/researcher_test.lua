@@ -11,7 +11,7 @@ local cjson = require "cjson"
 
 local MK = fs.realpath((os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine")
 local TASK = "tests/tasks/rmsnorm_small"
-local tmp = fs.tmpdir("mk-researcher-test")
+local tmp = t.tmpdir("mk-researcher-test")
 
 local function mk(args)
   local argv = { MK }

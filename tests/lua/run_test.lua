@@ -10,11 +10,15 @@ local cjson = require "cjson"
 
 local MK = fs.realpath((os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine")
 local TASK = "tests/tasks/rmsnorm_small"
-local tmp = fs.tmpdir("mk-run-test")
+local tmp = t.tmpdir("mk-run-test")
 
+-- The engine's temporary directories (evaluators of runs killed below
+-- included) go under tmp, which t.run removes.
 local function mk(args, env)
   local argv = { MK }
   for _, a in ipairs(args) do argv[#argv + 1] = a end
+  env = env or {}
+  env.TMPDIR = env.TMPDIR or tmp
   local r = assert(proc.run { argv = argv, timeout = 900, env = env, max_output = 4 * 1024 * 1024 })
   return r.code, r.stdout .. r.stderr
 end
@@ -147,7 +151,7 @@ t.test("a run killed with SIGKILL resumes without recomputing or losing nodes", 
   local dir = tmp .. "/resume"
   local args = { MK, "run", "parallel", TASK, "--model", "scripted", "--set", "trajectories=2", "--set", "iters=2",
     "--set", "tune=false", "--run-dir", dir, "--quiet" }
-  local h = task.spawn(function() return proc.run { argv = args, timeout = 900 } end)
+  local h = task.spawn(function() return proc.run { argv = args, timeout = 900, env = { TMPDIR = tmp } } end)
   -- wait until a few candidate nodes are committed, then kill -9
   local t0 = task.now()
   while task.now() - t0 < 300 do

@@ -23,7 +23,7 @@ local function snapshot(dir)
 end
 
 local function new_run(extra)
-  local o = { root = fs.tmpdir("mk-rundir-test"), strategy = "beam", task = "examples/tasks/softmax/",
+  local o = { root = t.tmpdir("mk-rundir-test"), strategy = "beam", task = "examples/tasks/softmax/",
     seed = 7, model = "scripted", options = { width = 3 } }
   for k, v in pairs(extra or {}) do o[k] = v end
   return assert(rundir.create(o))
@@ -57,7 +57,7 @@ t.test("create makes the run layout and run.json", function()
 end)
 
 t.test("two runs created in the same second get distinct directories", function()
-  local root = fs.tmpdir("mk-rundir-test")
+  local root = t.tmpdir("mk-rundir-test")
   local a = assert(rundir.create{ root = root, strategy = "s", task = "t" })
   local b = assert(rundir.create{ root = root, strategy = "s", task = "t" })
   t.ok(a.dir ~= b.dir)
@@ -67,7 +67,7 @@ t.test("two runs created in the same second get distinct directories", function(
 end)
 
 t.test("create builds the run under a hidden name, so leftovers of a killed create do not block it", function()
-  local root = fs.tmpdir("mk-rundir-test")
+  local root = t.tmpdir("mk-rundir-test")
   -- what a create killed half-way leaves: a hidden, incomplete sibling
   assert(fs.mkdirs(root .. "/.creating-run-123-456/graph.git"))
   local run = assert(rundir.create{ dir = root .. "/run", strategy = "s", task = "t" })
@@ -166,7 +166,7 @@ t.test("open resumes: same nodes, status running, resume event, torn event line 
 end)
 
 t.test("open of bad run directories: clear error kind, nothing modified", function()
-  local root = fs.tmpdir("mk-rundir-test")
+  local root = t.tmpdir("mk-rundir-test")
   local _, e1 = rundir.open(root .. "/missing")
   t.eq(e1.kind, "not_a_run")
   local _, e2 = rundir.open(root)
@@ -249,7 +249,7 @@ t.test("show/tree/diff/resume on bad input exit 2 with one clear line", function
   local run = new_run()
   populate(run)
   run:close()
-  local root = fs.tmpdir("mk-rundir-test")
+  local root = t.tmpdir("mk-rundir-test")
   local cases = {
     { MK .. " show " .. root, "not a run directory" },
     { MK .. " tree " .. root .. "/nope", "not a directory" },

@@ -6,7 +6,7 @@ local sandbox = require "mk.services.sandbox"
 local task = require "mk.services.task"
 local fs = require "mk.fs"
 
-local root = fs.realpath(fs.tmpdir("sandbox-test"))
+local root = fs.realpath(t.tmpdir("sandbox-test"))
 local work = root .. "/work"
 local secret_dir = root .. "/run" -- stands for the run directory
 local expected = root .. "/expected" -- frozen expected outputs

@@ -63,7 +63,7 @@ local function distinct_sources(g, pred)
 end
 
 local function make_ctx(opts, seed, budget)
-  local dir = fs.tmpdir("mk-strat")
+  local dir = t.tmpdir("mk-strat")
   local g = assert(graph_lib.open(dir .. "/graph.git", { create = true }))
   local client = llm.client { provider = "scripted", model = "scripted" }
   local ev = fake_eval()

@@ -7,7 +7,7 @@ local task = require "mk.services.task"
 local sweep = require "mk.study.sweep"
 local fakerun = dofile("tests/lua/lib/fakerun.lua")
 
-local tmp = fs.tmpdir("mk-sweep-test-")
+local tmp = t.tmpdir("mk-sweep-test-")
 local suite = tmp .. "/suite"
 for _, n in ipairs({ "a", "b" }) do
   fs.mkdirs(suite .. "/" .. n)

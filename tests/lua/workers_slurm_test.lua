@@ -16,7 +16,7 @@ local eval = require "mk.search.eval"
 local MK = fs.realpath((os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine")
 local TASK = "tests/tasks/rmsnorm_small"
 local CANDS = "examples/tasks/c/rmsnorm/scripted/"
-local tmp = fs.realpath(fs.tmpdir("mk-slurm-test"))
+local tmp = fs.realpath(t.tmpdir("mk-slurm-test"))
 fs.chmod(tmp, tonumber("755", 8)) -- munged wants its socket directory reachable by all
 local BENCH = { min_time = 0.02, warmup = 1, min_reps = 2, max_reps = 5 }
 

@@ -14,7 +14,7 @@ local eval = require "mk.search.eval"
 local MK = fs.realpath((os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine")
 local TASK = "tests/tasks/rmsnorm_small"
 local CANDS = "examples/tasks/c/rmsnorm/scripted/"
-local tmp = fs.realpath(fs.tmpdir("mk-workers-test"))
+local tmp = fs.realpath(t.tmpdir("mk-workers-test"))
 -- small benchmark settings: the verdicts, not the timings, are under test
 local EVAL_OPTS = { bench = { min_time = 0.02, warmup = 1, min_reps = 2, max_reps = 5 }, probes = 1 }
 -- expected verdicts of three scripted candidates

@@ -438,6 +438,7 @@ class TestEndToEnd(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="mk-pallas-test-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, True)  # also when setUpClass fails
         cls.task = os.path.join(TASKS, "tiny_rmsnorm")
         cls.tests = os.path.join(cls.tmp, "tests")
         r, code, err = run_harness("freeze", "--task", cls.task, "--tests", cls.tests,
@@ -445,10 +446,6 @@ class TestEndToEnd(unittest.TestCase):
         if r["status"] != "ok":
             raise AssertionError("freeze failed: %r %s" % (r, err[-2000:]))
         cls.frozen = r
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def cand(self, name):
         return os.path.join(CANDS, name + ".py")
@@ -616,16 +613,13 @@ class TestPallasInterpret(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="mk-pallas-real-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, True)  # also when setUpClass fails
         cls.task = os.path.join(EXAMPLE, "rmsnorm")
         cls.tests = os.path.join(cls.tmp, "tests")
         r, _, err = run_harness("freeze", "--task", cls.task, "--tests", cls.tests, "--seeds", "0",
                                 "--heldout", "")
         if r["status"] != "ok":
             raise AssertionError("freeze failed: %r %s" % (r, err[-2000:]))
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def run_bank(self, name, *extra):
         r, _, _ = run_harness("test", "--task", self.task, "--interpret", "--candidate",

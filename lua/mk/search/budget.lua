@@ -50,11 +50,7 @@ end
 local Budget = {}
 Budget.__index = Budget
 
-local function default_clock()
-  local ok, task = pcall(require, "mk.services.task")
-  if ok and task.now then return task.now end
-  return os.clock
-end
+local function default_clock() return require("mk.services.task").now end
 
 --- A budget object. limits: {tokens=, usd=, device_s=, wall_s=} (a table
 --- or budget.parse text; nil = unlimited). opts.clock: seconds function

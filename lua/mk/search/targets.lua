@@ -112,43 +112,54 @@ function M.get(name)
   return mod
 end
 
---- What the sub-agents tell a model about target `name`: its persona.lua
---- ({target_desc, lang, rules, tune_syntax}, all strings).
----@param name string
----@return table
-function M.persona(name)
+-- The value a Lua file of target `name`'s folder returns, run once and
+-- checked by check(value, path) (which raises naming the file); a missing
+-- file gives `missing()`, or is an error when `missing` is nil.
+local function folder_file(name, file, check, missing)
   local mod = M.get(name)
-  if mod._persona then return mod._persona end
-  local path = mod.dir .. "/persona.lua"
-  if not fs.exists(path) then error("targets: target '" .. name .. "' has no persona: " .. path .. " is missing", 0) end
-  local p = dofile_of(path, "persona of '" .. name .. "'")
+  mod._files = mod._files or {}
+  if mod._files[file] ~= nil then return mod._files[file] end
+  local path = mod.dir .. "/" .. file
+  local v
+  if fs.exists(path) then
+    v = dofile_of(path, file:gsub("%.lua$", "") .. " of '" .. name .. "'")
+    check(v, path)
+  elseif missing then
+    v = missing()
+  else
+    error("targets: target '" .. name .. "' has no " .. file .. ": " .. path .. " is missing", 0)
+  end
+  mod._files[file] = v
+  return v
+end
+
+local function check_persona(p, path)
   for _, field in ipairs { "target_desc", "lang", "rules", "tune_syntax" } do
     if type(p) ~= "table" or type(p[field]) ~= "string" then
       error("targets: " .. path .. ": field '" .. field .. "' must be a string", 0)
     end
   end
-  mod._persona = p
-  return p
 end
+
+local function check_directions(menu, path)
+  if type(menu) ~= "table" then error("targets: " .. path .. " must return a list of strings", 0) end
+  for i, d in ipairs(menu) do
+    if type(d) ~= "string" then error("targets: " .. path .. ": entry " .. i .. " must be a string", 0) end
+  end
+end
+
+--- What the sub-agents tell a model about target `name`: its persona.lua
+--- ({target_desc, lang, rules, tune_syntax}, all strings).
+---@param name string
+---@return table
+function M.persona(name) return folder_file(name, "persona.lua", check_persona) end
 
 --- The direction menu of target `name` (a list of strings; empty when the
 --- folder has no directions.lua).
 ---@param name string
 ---@return string[]
 function M.directions(name)
-  local mod = M.get(name)
-  if mod._directions then return mod._directions end
-  local path = mod.dir .. "/directions.lua"
-  local menu = {}
-  if fs.exists(path) then
-    menu = dofile_of(path, "directions of '" .. name .. "'")
-    if type(menu) ~= "table" then error("targets: " .. path .. " must return a list of strings", 0) end
-    for i, d in ipairs(menu) do
-      if type(d) ~= "string" then error("targets: " .. path .. ": entry " .. i .. " must be a string", 0) end
-    end
-  end
-  mod._directions = menu
-  return menu
+  return folder_file(name, "directions.lua", check_directions, function() return {} end)
 end
 
 --- The folder of target `name`'s own knowledge-base notes, or nil.

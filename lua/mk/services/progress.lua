@@ -7,17 +7,14 @@
 --- Feed it events (the same tables a run appends to events.jsonl) with
 --- `:event(ev)`, or set fields directly with `:set{...}`.
 local cjson = require "cjson"
+local task = require "mk.services.task"
 
 local progress = {}
 
 local Progress = {}
 Progress.__index = Progress
 
-local function now()
-  local ok, task = pcall(require, "mk.services.task")
-  if ok and task.now then return task.now() end
-  return os.clock()
-end
+local function now() return task.now() end
 
 --- Whether file descriptor 1 or 2 is a terminal (asked once, through
 --- test(1), since plain Lua has no isatty).
@@ -149,8 +146,7 @@ end
 --- happens (e.g. between bench runs). No-op elsewhere; stopped by finish.
 function Progress:tick(interval)
   if not self.tty or self.ticker then return end
-  local ok, task = pcall(require, "mk.services.task")
-  if not ok or not task.current or not task.current() then return end
+  if not task.current() then return end
   self.ticker = task.spawn(function()
     while true do
       task.sleep(interval or 1)

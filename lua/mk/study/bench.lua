@@ -15,6 +15,7 @@ local runner_lib = require "mk.search.runner"
 local bench = {}
 
 local read_json = require("mk.services.util").read_json
+local task_lib = require "mk.services.task"
 
 local TASK_MARKERS = { "task.lua", "baseline.py", "reference.py" }
 
@@ -100,6 +101,36 @@ local function copy_opts(o)
   local r = {}
   for k, v in pairs(o or {}) do r[k] = v end
   return r
+end
+
+--- Read, resume or run the one run in `dir` (bench and sweep both decide it
+--- here): its summary.json when it finished; `resume(dir)` when it started
+--- (run.json is there); else `runner(run_opts)` in a fresh `dir` (leftovers
+--- of a run that died before writing run.json cannot be resumed, and
+--- rundir.create refuses a non-empty directory). Returns how ("read",
+--- "resumed", "ran"), ok, and the summary or the error; cancelling the
+--- calling task cancels the run.
+---@param dir string
+---@param runner function
+---@param resume function|nil
+---@param run_opts table
+---@return string how
+---@return boolean ok
+---@return any summary_or_err
+function bench.read_resume_or_run(dir, runner, resume, run_opts)
+  local summary = read_json(dir .. "/summary.json")
+  if summary then return "read", true, summary end
+  local how, ok, res
+  if resume and fs.exists(dir .. "/run.json") then
+    how = "resumed"
+    ok, res = pcall(resume, dir)
+  else
+    how = "ran"
+    if fs.exists(dir) then fs.rm_rf(dir) end
+    ok, res = pcall(runner, run_opts)
+  end
+  if not ok and res == task_lib.CANCELLED then error(res, 0) end
+  return how, ok, res
 end
 
 --- Run a bench. opts:
@@ -218,34 +249,19 @@ function bench.run(opts)
     local t = tasks[ti]
     local rel = t.name .. "/r" .. k
     local dir = out .. "/" .. rel
-    local summary = read_json(dir .. "/summary.json")
-    local how = "read"
-    local ok, err
-    if not summary then
-      if fs.exists(dir .. "/run.json") and resume then
-        how = "resumed"
-        ok, summary = pcall(resume, dir)
-      else
-        how = "ran"
-        -- leftovers of a run that died before writing run.json cannot be
-        -- resumed, and rundir.create refuses a non-empty directory
-        if fs.exists(dir) then fs.rm_rf(dir) end
-        fs.mkdirs(out .. "/" .. t.name)
-        local ro = {
-          strategy = opts.strategy, task = t.dir, set = copy_opts(opts.set), seed = base_seed + k - 1,
-          model = opts.model, llm_config = opts.llm_config, budget = opts.budget and copy_opts(opts.budget),
-          run_dir = dir, quiet = true, jobs = opts.jobs, llm_cache = opts.llm_cache, workers = opts.workers,
-        }
-        ok, summary = pcall(runner, ro)
-      end
-      if not ok then
-        err = summary
-        summary = nil
-        local task = package.loaded["mk.services.task"]
-        -- a signal or a failing machine stops the whole bench (the next runs would fail alike)
-        if task and (err == task.CANCELLED or task.signal()) then error(err, 0) end
-        if require("mk.search.infra").is(err) then error(err, 0) end
-      end
+    fs.mkdirs(out .. "/" .. t.name)
+    local how, ok, summary = bench.read_resume_or_run(dir, runner, resume, {
+      strategy = opts.strategy, task = t.dir, set = copy_opts(opts.set), seed = base_seed + k - 1,
+      model = opts.model, llm_config = opts.llm_config, budget = opts.budget and copy_opts(opts.budget),
+      run_dir = dir, quiet = true, jobs = opts.jobs, llm_cache = opts.llm_cache, workers = opts.workers,
+    })
+    local err
+    if not ok then
+      err, summary = summary, nil
+      local task = package.loaded["mk.services.task"]
+      -- a signal or a failing machine stops the whole bench (the next runs would fail alike)
+      if task and (err == task.CANCELLED or task.signal()) then error(err, 0) end
+      if require("mk.search.infra").is(err) then error(err, 0) end
     end
     local o
     if summary then
@@ -290,8 +306,8 @@ function bench.run(opts)
     prog:set(status_fields())
     prog:tick(1)
   end
-  local task = package.loaded["mk.services.task"] or select(2, pcall(require, "mk.services.task"))
-  if type(task) == "table" and task.spawn and task.current and task.current() then
+  local task = require "mk.services.task"
+  if task.current() then
     local hs = {}
     for i = 1, math.min(conc, #pairs_) do hs[i] = task.spawn(worker) end
     task.gather(hs)

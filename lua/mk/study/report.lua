@@ -144,8 +144,7 @@ end
 
 -- Nodes through mk.search.graph when the run's graph can be opened; nil otherwise.
 local function nodes_from_graph(dir)
-  local ok, rundir = pcall(require, "mk.search.rundir")
-  if not ok or type(rundir) ~= "table" or not rundir.open then return nil end
+  local rundir = require "mk.search.rundir"
   local ok2, run = pcall(rundir.open, dir, { readonly = true })
   if not ok2 or not run or not run.graph then return nil end
   local out = {}

@@ -106,20 +106,10 @@ function sweep.new(opts)
     local e = entry("run", o)
     local dir = out .. "/" .. e.dir
     e.run_dir = e.dir
-    local summary = read_json(dir .. "/summary.json")
-    local ok, res = true, summary
-    if summary then
-      e.how = "read"
-    elseif fs.exists(dir .. "/run.json") and resume then
-      e.how = "resumed"
-      ok, res = pcall(resume, dir)
-    else
-      e.how = "ran"
-      if fs.exists(dir) then fs.rm_rf(dir) end -- died before run.json: start over
-      ok, res = pcall(runner, { strategy = o.strategy, task = o.task, set = copy(o.set) or {}, seed = o.seed, model = o.model,
-        llm_config = o.llm_config, llm_cache = o.llm_cache, budget = o.budget, run_dir = dir, quiet = true, jobs = o.jobs,
-        workers = o.workers })
-    end
+    local ok, res
+    e.how, ok, res = bench.read_resume_or_run(dir, runner, resume, { strategy = o.strategy, task = o.task,
+      set = copy(o.set) or {}, seed = o.seed, model = o.model, llm_config = o.llm_config, llm_cache = o.llm_cache,
+      budget = o.budget, run_dir = dir, quiet = true, jobs = o.jobs, workers = o.workers })
     if not ok or type(res) ~= "table" then
       local task = package.loaded["mk.services.task"]
       -- a signal or a failing machine stops the whole sweep (the next runs would fail alike)
