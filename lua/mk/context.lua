@@ -225,7 +225,7 @@ function Ctx:evaluated(kind, parents, out, extra)
     error = res.status ~= "ok" and trim(res.message, 8000) or nil,
     metrics = { latency_s = res.latency_s, speedup = res.speedup, baseline_latency_s = res.baseline_latency_s,
       correct = res.correct, spread = res.spread, gflops = res.profile and res.profile.gflops,
-      gbps = res.profile and res.profile.gbps },
+      gbps = res.profile and res.profile.gbps, timing = res.timing },
     meta = meta,
   }
 end

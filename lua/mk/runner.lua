@@ -166,8 +166,11 @@ local function execute(o, run, info, resumed)
   note(string.format("mkengine: %s on %s with %s%s -> %s", info.strategy, task.name, client.label or info.model,
     resumed and " (resumed)" or "", run.dir))
 
-  local ev = eval.new(task, { tests_dir = run.dir .. "/tests", jobs = info.jobs, seed = info.seed,
-    timeout = info.timeout })
+  -- the frozen suite: in the shared cache (suite.json names it), or in
+  -- tests/ for runs made before the cache or exported standalone
+  local inlined = fs.exists(run.dir .. "/tests/frozen.json")
+  local ev = eval.new(task, { tests_dir = inlined and (run.dir .. "/tests") or nil, suite_cache = not inlined,
+    jobs = info.jobs, seed = info.seed, timeout = info.timeout })
   run.evaluator = ev -- closed by run/resume whatever happens (it owns temporary work directories)
   local ctx = context.new { task = task, graph = run.graph, run = run, eval = ev, llm = client, opts = opts,
     seed = info.seed or 0, budget = budget, log = function(msg) note(msg) end }
@@ -196,6 +199,15 @@ local function execute(o, run, info, resumed)
   end
   local okf, ferr = ev:freeze()
   if not okf and ferr then error("cannot freeze the test suite: " .. tostring(ferr.message or ferr), 0) end
+  if ev.suite_key then
+    local okp, prev = pcall(cjson.decode, fs.read(run.dir .. "/suite.json") or "null")
+    if okp and type(prev) == "table" and prev.manifest_sha and prev.manifest_sha ~= ev.frozen.manifest_sha then
+      note(string.format("mkengine: the frozen suite differs from the one this run started with (%s, was %s)",
+        ev.frozen.manifest_sha:sub(1, 12), prev.manifest_sha:sub(1, 12)))
+    end
+    fs.write(run.dir .. "/suite.json", cjson.encode { key = ev.suite_key, path = ev.tests_dir,
+      manifest_sha = ev.frozen.manifest_sha } .. "\n", { atomic = true })
+  end
 
   local root = run.graph:root()
   if not root then

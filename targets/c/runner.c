@@ -491,27 +491,48 @@ static double unif(uint64_t *s) { return (double)(splitmix(s) >> 11) * 0x1.0p-53
 
 /* Deterministic in (seed, argument name): the same seed fills each argument
  * differently, and the engine can regenerate any input set. */
+static void store(arg_t *a, long i, double v) {
+  switch (a->dt) {
+  case MKC_F32: ((float *)a->buf)[i] = (float)v; break;
+  case MKC_F64: ((double *)a->buf)[i] = v; break;
+  case MKC_I32: ((int32_t *)a->buf)[i] = (int32_t)v; break;
+  case MKC_I64: ((int64_t *)a->buf)[i] = (int64_t)v; break;
+  default: break;
+  }
+}
+
 static void gen_fill(arg_t *a) {
-  uint64_t s = a->seed * 0x2545f4914f6cdd1dull;
-  for (const char *c = a->name; *c; c++) s = (s ^ (unsigned char)*c) * 0x100000001b3ull;
-  for (size_t i = 0; i < a->count; i++) {
-    double v;
-    if (a->normal) {
+  uint64_t s0 = a->seed * 0x2545f4914f6cdd1dull;
+  for (const char *c = a->name; *c; c++) s0 = (s0 ^ (unsigned char)*c) * 0x100000001b3ull;
+  /* splitmix's state after k draws is s0 + k * step, so element i's draws
+   * are known without the ones before it: the fill runs on all threads and
+   * gives the same values as a sequential one, whatever the thread count. */
+  const uint64_t step = 0x9e3779b97f4a7c15ull;
+  const long n = (long)a->count;
+  if (a->normal) {
+    /* Box-Muller, both outputs of a pair: elements 2j and 2j+1 share the
+     * draws 2j+1 and 2j+2 (radius and angle); one log, sqrt and sincos for
+     * two values (probe inputs are regenerated on every benchmark). */
+#pragma omp parallel for schedule(static) if (n > (1L << 16))
+    for (long j = 0; j < (n + 1) / 2; j++) {
+      uint64_t s = s0 + (uint64_t)(2 * j) * step;
       double u1 = unif(&s), u2 = unif(&s);
       if (u1 < 1e-300) u1 = 1e-300;
-      v = a->a + a->b * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-    } else if (a->dt == MKC_I32 || a->dt == MKC_I64) {
-      double span = floor(a->b) - ceil(a->a) + 1;
-      v = ceil(a->a) + floor(unif(&s) * (span > 0 ? span : 1));
-    } else {
-      v = a->a + (a->b - a->a) * unif(&s);
+      double r = a->b * sqrt(-2.0 * log(u1)), sn, cs;
+      sincos(6.283185307179586 * u2, &sn, &cs);
+      store(a, 2 * j, a->a + r * cs);
+      if (2 * j + 1 < n) store(a, 2 * j + 1, a->a + r * sn);
     }
-    switch (a->dt) {
-    case MKC_F32: ((float *)a->buf)[i] = (float)v; break;
-    case MKC_F64: ((double *)a->buf)[i] = v; break;
-    case MKC_I32: ((int32_t *)a->buf)[i] = (int32_t)v; break;
-    case MKC_I64: ((int64_t *)a->buf)[i] = (int64_t)v; break;
-    default: break;
+    return;
+  }
+#pragma omp parallel for schedule(static) if (n > (1L << 16))
+  for (long i = 0; i < n; i++) {
+    uint64_t s = s0 + (uint64_t)i * step;
+    if (a->dt == MKC_I32 || a->dt == MKC_I64) {
+      double span = floor(a->b) - ceil(a->a) + 1;
+      store(a, i, ceil(a->a) + floor(unif(&s) * (span > 0 ? span : 1)));
+    } else {
+      store(a, i, a->a + (a->b - a->a) * unif(&s));
     }
   }
 }
