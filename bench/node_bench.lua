@@ -10,10 +10,10 @@ local rerun = fake.reexec_with_key()
 if rerun then return rerun end
 
 local fs = require "mk.fs"
-local llm = require "mk.llm"
+local llm = require "mk.services.llm"
 local proc = require "mk.proc"
-local task = require "mk.task"
-local graph = require "mk.graph"
+local task = require "mk.services.task"
+local graph = require "mk.search.graph"
 
 local N = tonumber(arg[1]) or 300
 local K = tonumber(arg[2]) or 2

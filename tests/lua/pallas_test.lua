@@ -1,4 +1,4 @@
--- Target `pallas` (lua/mk/targets/pallas.lua + targets/pallas/harness.py).
+-- Target `pallas` (targets/pallas/target.lua + targets/pallas/harness.py).
 -- Loading, detection and tunables run everywhere. The compile/test/bench
 -- path runs with real JAX when the harness's python3 has it; otherwise with
 -- the numpy stand-in for JAX (tests/python/fakejax) when an interpreter has
@@ -7,7 +7,7 @@
 -- the stand-in (statuses only; speeds are asserted on a TPU).
 local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
-local pallas = require "mk.targets.pallas"
+local pallas = require("mk.search.targets").get("pallas")
 
 local SUITE = "examples/suites/pallas"
 local TINY = "tests/python/tasks/tiny_rmsnorm"
@@ -210,12 +210,12 @@ t.test("freeze, compile, test, bench, profile, baseline end to end (" ..
   fs.rm_rf(d)
 end)
 
-t.test("mk.eval evaluates a Pallas candidate: autotune keeps the correct configuration, held-out passes", function()
+t.test("mk.search.eval evaluates a Pallas candidate: autotune keeps the correct configuration, held-out passes", function()
   local ok, why = e2e_setup()
   if not ok then return t.skip(why) end
-  local task = assert(require("mk.targets").load_task(TINY))
+  local task = assert(require("mk.search.targets").load_task(TINY))
   t.eq(task.target, "pallas")
-  local ev = require("mk.eval").new(task, { jobs = 2, bench = { min_reps = 3, max_reps = 5, warmup = 1 } })
+  local ev = require("mk.search.eval").new(task, { jobs = 2, bench = { min_reps = 3, max_reps = 5, warmup = 1 } })
   local src = read(CANDS .. "/tunable_ok.py")
   local r = ev:evaluate(src, { profile = true })
   t.eq(r.status, "ok", r.message)
@@ -234,7 +234,7 @@ end)
 t.test("with opts.sandbox a candidate runs under bubblewrap without the expected outputs", function()
   local ok, why = e2e_setup()
   if not ok then return t.skip(why) end
-  local sb = require "mk.sandbox"
+  local sb = require "mk.services.sandbox"
   if not sb.available() then e2e_teardown(); return t.skip("bubblewrap cannot run here") end
   if not HAVE_JAX then pallas.sandbox_ro = { pallas.env.PYTHONPATH } end
   local task = assert(pallas.load(TINY))
@@ -251,15 +251,15 @@ t.test("with opts.sandbox a candidate runs under bubblewrap without the expected
   t.eq(bb.status, "ok", bb.message)
   -- A probe through the same sandbox: the inputs are visible, expected/ is not.
   local proc = require "mk.proc"
-  local res = proc.run { argv = { "/bin/sh", "-c", "ls " .. tests .. "/inputs >/dev/null && ls " .. tests .. "/expected" },
-    sandbox = { workdir = d .. "/good", ro = { tests .. "/inputs" } } }
+  local res = proc.run(sb.apply { argv = { "/bin/sh", "-c", "ls " .. tests .. "/inputs >/dev/null && ls " .. tests ..
+    "/expected" }, sandbox = { workdir = d .. "/good", ro = { tests .. "/inputs" } } })
   t.ok(res.code ~= 0, "expected/ must not be visible in the sandbox")
   pallas.sandbox_ro = {}
   e2e_teardown()
   fs.rm_rf(d)
 end)
 
-t.test("bank kernels of examples/tasks/pallas/rmsnorm get their expected verdicts through mk.eval", function()
+t.test("bank kernels of examples/tasks/pallas/rmsnorm get their expected verdicts through mk.search.eval", function()
   local ok, why = e2e_setup()
   if not ok then return t.skip(why) end
   local backend = "numpy stand-in"
@@ -268,13 +268,13 @@ t.test("bank kernels of examples/tasks/pallas/rmsnorm get their expected verdict
     backend = p and p:read("l") or "cpu"
     if p then p:close() end
   end
-  local task = assert(require("mk.targets").load_task("examples/tasks/pallas/rmsnorm"))
+  local task = assert(require("mk.search.targets").load_task("examples/tasks/pallas/rmsnorm"))
   -- Without an accelerator the kernels run in interpret mode: statuses are
   -- meaningful, speeds are not. Speeds are asserted on TPU only (the bank's
   -- "fast"/"slow" were written for it); elsewhere they are printed.
   task.interpret = backend ~= "tpu" and backend ~= "gpu"
   if not HAVE_JAX then task.seeds, task.heldout_seeds = { 0 }, {} end -- numpy is slow at 4096 x 4096
-  local ev = require("mk.eval").new(task, { jobs = 1, bench = { min_reps = 5, max_reps = 20, warmup = 2 } })
+  local ev = require("mk.search.eval").new(task, { jobs = 1, bench = { min_reps = 5, max_reps = 20, warmup = 2 } })
   local bank = dofile("examples/tasks/pallas/rmsnorm/scripted/bank.lua")
   local ids = {}
   for id in pairs(bank.kernels) do ids[#ids + 1] = id end

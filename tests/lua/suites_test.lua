@@ -6,11 +6,11 @@
 local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
 local proc = require "mk.proc"
-local task_lib = require "mk.task"
+local task_lib = require "mk.services.task"
 local cjson = require "cjson"
-local eval = require "mk.eval"
+local eval = require "mk.search.eval"
 local suites = require "mk.search.suites"
-local targets = require "mk.targets"
+local targets = require "mk.search.targets"
 
 local tmp = fs.tmpdir("mk-suites-test")
 local CACHE = tmp .. "/cache"
@@ -143,7 +143,7 @@ t.test("a bench of 2 tasks x 3 repeats stores each frozen suite once; export inl
     t.eq(proc.run({ argv = { "ln", "-s", fs.realpath(TASK .. "/scripted"), suite .. "/" .. n .. "/scripted" } }).code, 0)
   end
   local before = #suite_dirs()
-  local bench = require "mk.bench"
+  local bench = require "mk.study.bench"
   local res = assert(bench.run { suite = suite, strategy = "parallel", repeats = 3, out = tmp .. "/bench",
     model = "scripted", concurrency = 2, set = { trajectories = 1, iters = 1, tune = false, tests_agent = false } })
   t.eq(res.failed_runs, 0, res.tasks[1].error or (res.tasks[1].runs and cjson.encode(res.tasks[1].runs[1])))
@@ -161,7 +161,7 @@ t.test("a bench of 2 tasks x 3 repeats stores each frozen suite once; export inl
   end
   t.ok(keys.rms_a ~= keys.rms_b)
   -- evaluated nodes carry the time breakdown in their metrics
-  local g = assert(require("mk.graph").open(tmp .. "/bench/rms_a/r1/graph.git", { create = false, readonly = true }))
+  local g = assert(require("mk.search.graph").open(tmp .. "/bench/rms_a/r1/graph.git", { create = false, readonly = true }))
   local timing
   for _, n in ipairs(g:nodes()) do
     if n.kind ~= "reference" and n.metrics.timing then timing = n.metrics.timing end

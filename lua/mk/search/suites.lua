@@ -13,9 +13,9 @@
 --- opens it; a run directory records the key in suite.json. See
 --- docs/api/eval.md, "Suite cache".
 local fs = require "mk.fs"
-local task_lib = require "mk.task"
-local sha256 = require "mk.llm.sha256"
-local json = require "mk.llm.json"
+local task_lib = require "mk.services.task"
+local hash = require "mk.hash"
+local json = require "mk.services.llm.json"
 local cjson = require "cjson.safe"
 
 local M = { VERSION = 1 }
@@ -54,7 +54,7 @@ function M.key(task, target, opts)
     bench_sizes = sorted_sizes { opts.bench_sizes or task.sizes }[1],
     facts = target.suite_facts(task, opts),
   }
-  return sha256.hex(desc)
+  return hash.sha256(desc)
 end
 
 --- Path of the suite `key` (whether or not it exists).
@@ -97,7 +97,7 @@ end
 --- Key of a baseline measurement: the suite, the machine and the
 --- benchmark's settings.
 function M.baseline_key(suite_key, machine, settings)
-  return sha256.hex(json.canonical { v = M.VERSION, suite = suite_key, machine = machine, settings = settings })
+  return hash.sha256(json.canonical { v = M.VERSION, suite = suite_key, machine = machine, settings = settings })
 end
 
 --- A stored baseline result, or nil.
