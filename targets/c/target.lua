@@ -796,6 +796,8 @@ function M.test(task, build, tests_dir, opts)
   return result("ok", "", { correct = true, cases = case_res, wall_s = wall, seccomp = j.seccomp, check_s = acct.check_s })
 end
 
+local probe_reference -- defined with the probe check below
+
 --- Benchmark a build at the benchmark size (outputs of timed calls checked).
 function M.bench(task, build, opts)
   opts = opts or {}
@@ -852,15 +854,29 @@ function M.bench(task, build, opts)
   for _, o in ipairs(j.outs or {}) do
     if o.case:match("^probe") then probe_outs[#probe_outs + 1] = o else frozen_outs[#frozen_outs + 1] = o end
   end
+  -- the reference's run on the probe inputs overlaps the check of the
+  -- frozen outputs (one is mostly generation, the other reading memory);
+  -- it is awaited before anything returns, and before its directory goes
+  local task_lib = require "mk.services.task"
+  local ref_h = #probes > 0 and task_lib.spawn(probe_reference, task, tests_dir, meta, blob, probes, opts)
+  local function await_ref()
+    if not ref_h then return nil end
+    local w0 = task_lib.now()
+    local ok, pr = pcall(task_lib.await, ref_h)
+    ref_h = nil
+    base.check_s = base.check_s + (task_lib.now() - w0)
+    return ok and pr or { error = tostring(pr) }
+  end
+  local function fail_with(r) await_ref(); drop(); return r end
   local cr, cerr = check_outputs(task, tests_dir, meta, blob, frozen_outs, by_id, base)
-  if not cr then drop(); return result("error", cerr, base) end
-  if not cr.ok then drop(); return result("error", "check failed: " .. tostring(cr.error), base) end
+  if not cr then return fail_with(result("error", cerr, base)) end
+  if not cr.ok then return fail_with(result("error", "check failed: " .. tostring(cr.error), base)) end
   for _, x in ipairs(cr.results) do
-    if x.tampered then drop(); return result("rejected", x.message, base) end
-    if not x.ok then drop(); return result("incorrect", "at the benchmark size: " .. x.message, base) end
+    if x.tampered then return fail_with(result("rejected", x.message, base)) end
+    if not x.ok then return fail_with(result("incorrect", "at the benchmark size: " .. x.message, base)) end
   end
   if #probes > 0 then
-    local pr = M._check_probes(task, tests_dir, meta, blob, probes, probe_outs, j, opts, base)
+    local pr = M._check_probes(task, tests_dir, meta, blob, probes, probe_outs, j, opts, base, await_ref())
     if pr then drop(); return pr end
   end
   drop()
@@ -872,7 +888,25 @@ end
 -- Fresh-input probes: the reference computes the same inputs (its own
 -- sandboxed run), the checker compares, and a kernel much slower on new
 -- inputs than on the rotated ones is caching results. nil when all is well.
-function M._check_probes(task, tests_dir, meta, blob, probes, outs, j, opts, base)
+-- The reference's sandboxed run on the probe inputs, in a scratch
+-- directory of its own beside the candidate's blob (the frozen suite,
+-- shared by runs, is only read): {r, n, pdir, rblob}.
+probe_reference = function(task, tests_dir, meta, blob, probes, opts)
+  local n = nonce()
+  local rdir = tests_dir .. "/.reference"
+  local pdir = path_dir(blob) .. "/probe-ref-" .. n
+  fs.mkdirs(pdir)
+  local rblob = pdir .. "/probe.bin"
+  local plan = { "nonce " .. n, "mode test", "so " .. rdir .. "/kernel.so", "blob " .. rblob }
+  for _, c in ipairs(probes) do plan[#plan + 1] = case_plan(task, c, tests_dir, "fresh", false) end
+  local bins = M.binaries()
+  local r = run_sandboxed({ bins.run }, { workdir = pdir, stdin = table.concat(plan, "\n") .. "\n",
+    ro = { path_dir(bins.run), rdir }, timeout = 2 * task.timeout, threads = opts.threads,
+    limits = runner_limits(meta.per_set_bytes * #probes) })
+  return { r = r, n = n, pdir = pdir, rblob = rblob }
+end
+
+function M._check_probes(task, tests_dir, meta, blob, probes, outs, j, opts, base, ref_run)
   local args_by_name = {}
   for _, a in ipairs(task.args) do args_by_name[a.name] = a end
   local nouts = 0
@@ -880,22 +914,14 @@ function M._check_probes(task, tests_dir, meta, blob, probes, outs, j, opts, bas
   if #outs < #probes * nouts then
     return result("incorrect", "on fresh inputs at the benchmark size the kernel wrote outside its outputs", base)
   end
-  local n = nonce()
-  local rdir = tests_dir .. "/.reference"
-  -- the reference runs in a scratch directory of its own: the frozen suite
-  -- (shared by runs, read-only) is only read
-  local pdir = path_dir(blob) .. "/probe-ref-" .. n
-  fs.mkdirs(pdir)
-  local rblob = pdir .. "/probe.bin"
-  local plan = { "nonce " .. n, "mode test", "so " .. rdir .. "/kernel.so", "blob " .. rblob }
-  for _, c in ipairs(probes) do plan[#plan + 1] = case_plan(task, c, tests_dir, "fresh", false) end
-  local bins = M.binaries()
-  local t0 = require("mk.services.task").now()
-  local r = run_sandboxed({ bins.run }, { workdir = pdir, stdin = table.concat(plan, "\n") .. "\n",
-    ro = { path_dir(bins.run), rdir }, timeout = 2 * task.timeout, threads = opts.threads,
-    limits = runner_limits(meta.per_set_bytes * #probes) })
-  base.check_s = (base.check_s or 0) + (require("mk.services.task").now() - t0)
-  local st, rj = classify(r or { status = "exited", code = 1, stdout = "" }, n, 2 * task.timeout)
+  if not ref_run then
+    local t0 = require("mk.services.task").now()
+    ref_run = probe_reference(task, tests_dir, meta, blob, probes, opts)
+    base.check_s = (base.check_s or 0) + (require("mk.services.task").now() - t0)
+  end
+  if ref_run.error then return result("error", "the reference's probe run failed: " .. ref_run.error, base) end
+  local n, pdir, rblob = ref_run.n, ref_run.pdir, ref_run.rblob
+  local st, rj = classify(ref_run.r or { status = "exited", code = 1, stdout = "" }, n, 2 * task.timeout)
   if st then fs.rm_rf(pdir); return result("error", "the reference failed on the probe inputs: " .. st.message, base) end
   local ref = {}
   for _, cj in ipairs(rj.cases or {}) do
