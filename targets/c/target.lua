@@ -631,12 +631,14 @@ function M.freeze(task, tests_dir, opts)
     if a.shape and not dims_of(a, bench_sizes) then return result("error", "opts.bench_sizes lacks a size symbol") end
   end
   local per_set = set_bytes(task, bench_sizes)
-  -- enough rotating input sets to cover twice the last-level cache, so a
-  -- timed call rarely finds its inputs cached; at most 16 (each costs a
-  -- reference run at freeze time and a first call per benchmark), the
-  -- shortfall flushed from the cache between calls
+  -- rotating input sets, so a timed call rarely finds its inputs cached:
+  -- at least 2, at most 16 and at most 64 MB of them unless 2 need more
+  -- (every set is frozen, read by each benchmark, and its outputs checked
+  -- after it); when they cover less than twice the last-level cache, the
+  -- runner evicts each timed call's own data from the caches before it
+  -- (flush_bytes > 0 turns that on; see targets/c/runner.c, evict_case)
   local llc = opts.llc_bytes or llc_bytes()
-  local sets = math.max(2, math.min(16, math.ceil(2 * llc / math.max(per_set, 1))))
+  local sets = math.max(2, math.min(16, math.ceil(math.min(2 * llc, 64 << 20) / math.max(per_set, 1))))
   meta = { task = task_fingerprint(task), sets = sets, per_set_bytes = per_set,
     flush_bytes = math.max(0, 2 * llc - sets * per_set), llc_bytes = llc, bench_sizes = bench_sizes }
   local all = {}
@@ -1015,7 +1017,7 @@ M.suite_cache = true
 --- Machine facts a frozen suite depends on (part of its cache key).
 function M.suite_facts(_, opts)
   return { cpu = cpu_model(), cc = cc_version(), llc = (opts and opts.llc_bytes) or llc_bytes(),
-    format = "mkc-suite-2" }
+    format = "mkc-suite-3" }
 end
 
 --- Key of this machine for a baseline measured with `threads` threads.
