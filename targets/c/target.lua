@@ -1017,7 +1017,7 @@ M.suite_cache = true
 --- Machine facts a frozen suite depends on (part of its cache key).
 function M.suite_facts(_, opts)
   return { cpu = cpu_model(), cc = cc_version(), llc = (opts and opts.llc_bytes) or llc_bytes(),
-    format = "mkc-suite-3" }
+    format = "mkc-suite-4" }
 end
 
 --- Key of this machine for a baseline measured with `threads` threads.
