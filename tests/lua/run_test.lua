@@ -48,7 +48,7 @@ t.test("run auto on the scripted model finds a correct kernel, checked on held-o
   end
   t.ok(s.nodes >= 2)
   t.ok(fs.isdir(dir .. "/graph.git"))
-  local suite = cjson.decode(assert(fs.read(dir .. "/suite.json"), "suite.json names the frozen suite"))
+  local suite = cjson.decode((assert(fs.read(dir .. "/suite.json"), "suite.json names the frozen suite")))
   t.ok(fs.exists(suite.path .. "/manifest.sha256"), "the frozen suite exists in the cache")
 end)
 
