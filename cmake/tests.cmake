@@ -20,6 +20,7 @@ if(NOT MK_SANITIZE)
     add_test(NAME lua/${topic} COMMAND mkengine script ${src})
     set_tests_properties(lua/${topic} PROPERTIES TIMEOUT 600
       WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
-      ENVIRONMENT "MKENGINE_HOME=${CMAKE_SOURCE_DIR};MKENGINE_BUILD=${CMAKE_BINARY_DIR}")
+      # frozen suites and baselines cached by runs stay in the build tree
+      ENVIRONMENT "MKENGINE_HOME=${CMAKE_SOURCE_DIR};MKENGINE_BUILD=${CMAKE_BINARY_DIR};MKENGINE_CACHE=${CMAKE_BINARY_DIR}/test-cache")
   endforeach()
 endif()

@@ -5,16 +5,24 @@
  * uses) and the hash the runner reported for each output segment, so a
  * tampered expected file or output blob is an error, never a pass.
  *
+ * A file whose stat identity (device, inode, size, mtime and ctime, all in
+ * nanoseconds) matches the seal written when it was hashed is taken as
+ * verified without re-reading it: any write through the kernel moves its
+ * ctime, which no unprivileged process can set back (docs/api/targets.md,
+ * "Frozen suites"). A file that does not match its seal is hashed in full.
+ *
  * stdin (lines of tokens):
  *   manifest PATH SHA256      root DIR      blob PATH
+ *   seal PATH SHA256          (after manifest: lines REL DEV INO SIZE MTIME CTIME)
  *   cmp CASE NAME DTYPE COUNT OFFSET HASH EXPECTED_REL ATOL RTOL [SHAPE]
  *   verify                    (check every manifest entry, compare nothing)
  *   blob2 PATH + cmp2 ... OFFSET2:HASH2 ...   (expected = the reference's
  *                             output in blob2, for fresh-input probes)
  * stdout: one JSON object {ok, error, results = [...]}. Exit 0 when it
  * could check (whatever the verdict), 1 on a manifest/blob problem.
- * Also: `hash DIR` then relative paths, one a line → {"sha256": [...]}
- * (used to write the manifest), and `mkc-check --sha256 FILE`. */
+ * Also: `hash DIR` then relative paths, one a line → {"sha256": [...],
+ * "seal": [...]} (used to write the manifest and its seal; a file that
+ * changes while it is hashed is an error), and `mkc-check --sha256 FILE`. */
 #include "common.h"
 
 #include <errno.h>
@@ -24,12 +32,40 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
-typedef struct { char sha[65]; char *rel; int verified; } entry_t;
+typedef struct { char sha[65]; char *rel; int verified; char seal[160]; } entry_t;
 static entry_t *man;
 static int nman;
+
+/* "DEV INO SIZE MTIME_NS CTIME_NS" of a file, or "" when it cannot be stat'ed. */
+static void stat_id(const char *path, char out[160]) {
+  struct stat st;
+  out[0] = 0;
+  if (stat(path, &st) != 0) return;
+  snprintf(out, 160, "%llu %llu %lld %lld %lld", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+           (long long)st.st_size, (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec,
+           (long long)st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec);
+}
+
+/* Verify one manifest entry: by its seal when the file's identity matches
+ * it, else by SHA-256. 0 ok, -1 unreadable, -2 mismatch. */
+static int verify_entry(entry_t *e, const char *root) {
+  if (e->verified) return 0;
+  char path[4096], sha[65], id[160];
+  snprintf(path, sizeof path, "%s/%s", root, e->rel);
+  if (e->seal[0]) {
+    stat_id(path, id);
+    if (id[0] && !strcmp(id, e->seal)) { e->verified = 1; return 0; }
+  }
+  if (mkc_sha256_file(path, sha) != 0) return -1;
+  if (strcmp(sha, e->sha)) return -2;
+  e->verified = 1;
+  return 0;
+}
 
 static void json_str(const char *s) {
   putchar('"');
@@ -53,19 +89,37 @@ static int die(const char *fmt, ...) {
   exit(1);
 }
 
+/* A read-only view of bytes [off, off + n) of a file: mapped from the page
+ * cache rather than copied (the outputs and expected files of a benchmark
+ * are hundreds of MB), or NULL when the file is shorter. */
+typedef struct { void *map; size_t len; } view_t;
+#define MAX_VIEWS 64
+static view_t views[MAX_VIEWS];
+
 static void *read_range(const char *path, off_t off, size_t n) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return NULL;
-  unsigned char *buf = malloc(n ? n : 1);
-  size_t got = 0;
-  while (buf && got < n) {
-    ssize_t r = pread(fd, buf + got, n - got, off + (off_t)got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) { free(buf); buf = NULL; break; }
-    got += (size_t)r;
-  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size < off + (off_t)n) { close(fd); return NULL; }
+  off_t pg = (off_t)sysconf(_SC_PAGESIZE), base = off / pg * pg;
+  size_t len = (size_t)(off - base) + (n ? n : 1);
+  void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, base);
   close(fd);
-  return buf;
+  if (m == MAP_FAILED) return NULL;
+  for (int i = 0; i < MAX_VIEWS; i++)
+    if (!views[i].map) { views[i].map = m; views[i].len = len; return (unsigned char *)m + (off - base); }
+  die("too many open views");
+  return NULL;
+}
+
+static void release(void *p) {
+  for (int i = 0; p && i < MAX_VIEWS; i++)
+    if (views[i].map && (unsigned char *)p >= (unsigned char *)views[i].map &&
+        (unsigned char *)p < (unsigned char *)views[i].map + views[i].len) {
+      munmap(views[i].map, views[i].len);
+      views[i].map = NULL;
+      return;
+    }
 }
 
 /* "12 x 40" style coordinates of a flat index, from a shape like 37x129. */
@@ -84,6 +138,20 @@ static void coords(char *dst, size_t cap, size_t idx, const char *shape) {
   n += (size_t)snprintf(dst + n, cap - n, "[");
   for (int i = 0; i < nd && n < cap; i++) n += (size_t)snprintf(dst + n, cap - n, "%s%zu", i ? ", " : "", c[i]);
   if (n < cap) snprintf(dst + n, cap - n, "]");
+}
+
+/* 1 when every got[i] is finite and within atol + rtol*|want[i]| (a NaN
+ * on either side fails the comparison); max_err is the largest |error|. */
+static int all_close_f32(const float *got, const float *want, size_t n, double atol, double rtol, double *max_err) {
+  int ok = 1;
+  double m = 0;
+  for (size_t i = 0; i < n; i++) {
+    double g = got[i], w = want[i], err = fabs(g - w);
+    ok &= err <= atol + rtol * fabs(w);
+    m = err > m ? err : m;
+  }
+  *max_err = m;
+  return ok;
 }
 
 static int first_result = 1;
@@ -116,12 +184,9 @@ static void compare(char **t, int nt, const char *root, const char *blob, const 
     if (!e) die("expected file %s is not in the manifest", rel);
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", root, rel);
-    if (!e->verified) {
-      char sha[65];
-      if (mkc_sha256_file(path, sha) != 0) die("cannot read expected file %s", path);
-      if (strcmp(sha, e->sha)) die("expected file %s does not match the manifest (tampered?)", rel);
-      e->verified = 1;
-    }
+    int v = verify_entry(e, root);
+    if (v == -1) die("cannot read expected file %s", path);
+    if (v == -2) die("expected file %s does not match the manifest (tampered?)", rel);
     want = read_range(path, 0, bytes);
     if (!want) die("expected file %s is shorter than %zu bytes", rel, bytes);
   }
@@ -144,7 +209,7 @@ static void compare(char **t, int nt, const char *root, const char *blob, const 
       snprintf(res, sizeof res, "the output file for '%s' of case %s was modified after the runner wrote it", name, cas);
       json_str(res);
       printf("}");
-      free(want); free(got);
+      release(want); release(got);
       return;
     }
   }
@@ -154,16 +219,30 @@ static void compare(char **t, int nt, const char *root, const char *blob, const 
     int isf = dt == MKC_F32 || dt == MKC_F64;
     if (isf) {
       size_t nf = 0;
-      for (size_t i = 0; i < count; i++) {
-        double w = mkc_get(want, dt, i);
-        if (isfinite(w)) { rms += w * w; nf++; }
+      if (dt == MKC_F32) {
+        const float *W = want;
+        for (size_t i = 0; i < count; i++) {
+          double w = W[i];
+          if (isfinite(w)) { rms += w * w; nf++; }
+        }
+      } else {
+        for (size_t i = 0; i < count; i++) {
+          double w = mkc_get(want, dt, i);
+          if (isfinite(w)) { rms += w * w; nf++; }
+        }
       }
       rms = nf ? sqrt(rms / (double)nf) : 0;
       /* An absolute tolerance only makes sense relative to the outputs'
        * scale: on small outputs an all-zero answer would pass it. */
       if (rms > 0 && rms < 1) atol_eff = atol * rms;
     }
-    for (size_t i = 0; i < count; i++) {
+    /* float32 outputs (nearly all) take a tight loop first; it passes only
+     * when every element is finite and within tolerance, which is what the
+     * full loop below would find, and the full loop runs otherwise to
+     * describe the failure. */
+    int fast_ok = dt == MKC_F32 && all_close_f32(got, want, count, atol_eff, rtol, &max_err);
+    if (!fast_ok) max_err = 0;
+    for (size_t i = 0; i < count && !fast_ok; i++) {
       int b = 0;
       double g = mkc_get(got, dt, i), w = mkc_get(want, dt, i), err = 0, tol = atol_eff + rtol * fabs(w);
       if (mkc_is_poison(got, dt, i)) { unwritten++; b = 1; }
@@ -213,23 +292,73 @@ static void compare(char **t, int nt, const char *root, const char *blob, const 
          ok ? "true" : "false", bad, count, unwritten, nonfinite, isfinite(max_err) ? max_err : 1e308, rms);
   json_str(res);
   printf("}");
-  free(want);
-  free(got);
+  release(want);
+  release(got);
+}
+
+/* File timestamps come from a coarse clock (a few ms): a write within the
+ * same tick as the sealed ctime could leave it unchanged. Seal a file only
+ * once its ctime is 50 ms in the past, so any later write moves it. */
+static void settle(const char *path) {
+  for (int tries = 0; tries < 100; tries++) {
+    struct stat st;
+    struct timespec now;
+    if (stat(path, &st) != 0 || clock_gettime(CLOCK_REALTIME, &now) != 0) return;
+    double age = (double)(now.tv_sec - st.st_ctim.tv_sec) + 1e-9 * (double)(now.tv_nsec - st.st_ctim.tv_nsec);
+    if (age >= 0.05) return;
+    struct timespec d = { 0, (long)((0.05 - (age > 0 ? age : 0)) * 1e9) + 1000000 };
+    nanosleep(&d, NULL);
+  }
+}
+
+typedef struct { char *s; size_t n, cap; } sbuf_t;
+static void sbuf_add(sbuf_t *b, const char *t) {
+  size_t k = strlen(t);
+  if (b->n + k + 1 > b->cap) {
+    b->cap = (b->n + k + 1) * 2;
+    b->s = realloc(b->s, b->cap);
+    if (!b->s) die("out of memory");
+  }
+  memcpy(b->s + b->n, t, k + 1);
+  b->n += k;
+}
+
+/* The text of a file whose SHA-256 was recorded at freeze time. */
+static char *read_pinned(const char *path, const char *want, const char *what) {
+  char sha[65];
+  if (mkc_sha256_file(path, sha) != 0) die("cannot read the %s %s", what, path);
+  if (strcmp(sha, want)) die("the %s %s changed since the tests were frozen", what, path);
+  size_t len;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  char *text = fd >= 0 ? mkc_read_all(fd, &len) : NULL;
+  if (fd >= 0) close(fd);
+  if (!text) die("cannot read the %s %s", what, path);
+  return text;
 }
 
 static int hash_mode(char *plan) {
   char *save = NULL, *line = strtok_r(plan, "\n", &save);
   const char *dir = line + 5;
+  sbuf_t seals = { 0 };
   printf("{\"sha256\":[");
   int n = 0;
   while ((line = strtok_r(NULL, "\n", &save))) {
     if (!*line) continue;
-    char path[4096], sha[65];
+    char path[4096], sha[65], before[160], after[160];
     snprintf(path, sizeof path, "%s/%s", dir, line);
+    settle(path);
+    stat_id(path, before);
     if (mkc_sha256_file(path, sha) != 0) die("cannot read %s", path);
-    printf("%s\"%s\"", n++ ? "," : "", sha);
+    stat_id(path, after);
+    if (!before[0] || strcmp(before, after)) die("%s changed while it was hashed", path);
+    printf("%s\"%s\"", n ? "," : "", sha);
+    sbuf_add(&seals, n ? ",\"" : "\"");
+    sbuf_add(&seals, before);
+    sbuf_add(&seals, "\"");
+    n++;
   }
-  printf("]}\n");
+  printf("],\"seal\":[%s]}\n", seals.s ? seals.s : "");
+  free(seals.s);
   return 0;
 }
 
@@ -251,14 +380,7 @@ int main(int argc, char **argv) {
   while (mkc_lines_next(&L)) {
     char **t = L.tok;
     if (!strcmp(t[0], "manifest") && L.ntok >= 3) {
-      char sha[65];
-      if (mkc_sha256_file(t[1], sha) != 0) die("cannot read the manifest %s", t[1]);
-      if (strcmp(sha, t[2])) die("the manifest %s changed since the tests were frozen", t[1]);
-      size_t ml;
-      int fd = open(t[1], O_RDONLY | O_CLOEXEC);
-      char *text = fd >= 0 ? mkc_read_all(fd, &ml) : NULL;
-      if (fd >= 0) close(fd);
-      if (!text) die("cannot read the manifest %s", t[1]);
+      char *text = read_pinned(t[1], t[2], "manifest");
       for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
         if (strlen(line) < 67 || line[64] != ' ') continue;
         man = realloc(man, sizeof *man * (size_t)(nman + 1));
@@ -267,7 +389,18 @@ int main(int argc, char **argv) {
         man[nman].sha[64] = 0;
         man[nman].rel = line + 66;
         man[nman].verified = 0;
+        man[nman].seal[0] = 0;
         nman++;
+      }
+    } else if (!strcmp(t[0], "seal") && L.ntok >= 3) {
+      if (!man) die("seal before manifest");
+      char *text = read_pinned(t[1], t[2], "seal");
+      for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        char *sp = strchr(line, ' ');
+        if (!sp) continue;
+        *sp = 0;
+        for (int i = 0; i < nman; i++)
+          if (!strcmp(man[i].rel, line)) snprintf(man[i].seal, sizeof man[i].seal, "%s", sp + 1);
       }
     } else if (!strcmp(t[0], "root") && L.ntok >= 2) root = t[1];
     else if (!strcmp(t[0], "blob") && L.ntok >= 2) blob = t[1];
@@ -280,11 +413,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(t[0], "verify")) {
       if (!root || !man) die("verify before manifest and root");
       for (int i = 0; i < nman; i++) {
-        char path[4096], sha[65];
-        snprintf(path, sizeof path, "%s/%s", root, man[i].rel);
-        if (mkc_sha256_file(path, sha) != 0) die("frozen file %s is missing", man[i].rel);
-        if (strcmp(sha, man[i].sha)) die("frozen file %s does not match the manifest (tampered?)", man[i].rel);
-        man[i].verified = 1;
+        int v = verify_entry(&man[i], root);
+        if (v == -1) die("frozen file %s is missing", man[i].rel);
+        if (v == -2) die("frozen file %s does not match the manifest (tampered?)", man[i].rel);
       }
     }
     else if (!strcmp(t[0], "cmp") && L.ntok >= 10) {

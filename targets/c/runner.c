@@ -491,27 +491,64 @@ static double unif(uint64_t *s) { return (double)(splitmix(s) >> 11) * 0x1.0p-53
 
 /* Deterministic in (seed, argument name): the same seed fills each argument
  * differently, and the engine can regenerate any input set. */
+static void store(arg_t *a, long i, double v) {
+  switch (a->dt) {
+  case MKC_F32: ((float *)a->buf)[i] = (float)v; break;
+  case MKC_F64: ((double *)a->buf)[i] = v; break;
+  case MKC_I32: ((int32_t *)a->buf)[i] = (int32_t)v; break;
+  case MKC_I64: ((int64_t *)a->buf)[i] = (int64_t)v; break;
+  default: break;
+  }
+}
+
 static void gen_fill(arg_t *a) {
-  uint64_t s = a->seed * 0x2545f4914f6cdd1dull;
-  for (const char *c = a->name; *c; c++) s = (s ^ (unsigned char)*c) * 0x100000001b3ull;
-  for (size_t i = 0; i < a->count; i++) {
-    double v;
-    if (a->normal) {
+  uint64_t s0 = a->seed * 0x2545f4914f6cdd1dull;
+  for (const char *c = a->name; *c; c++) s0 = (s0 ^ (unsigned char)*c) * 0x100000001b3ull;
+  /* splitmix's state after k draws is s0 + k * step, so element i's draws
+   * are known without the ones before it: the fill runs on all threads and
+   * gives the same values as a sequential one, whatever the thread count. */
+  const uint64_t step = 0x9e3779b97f4a7c15ull;
+  const long n = (long)a->count;
+  if (a->normal && a->dt == MKC_F32) {
+    /* float32 arguments: the same pairs in single precision (the values
+     * are stored as floats anyway; logf and sincosf cost half as much, and
+     * probe inputs are regenerated on every benchmark) */
+#pragma omp parallel for schedule(static) if (n > (1L << 16))
+    for (long j = 0; j < (n + 1) / 2; j++) {
+      uint64_t s = s0 + (uint64_t)(2 * j) * step;
+      float u1 = (float)(splitmix(&s) >> 40) * 0x1.0p-24f, u2 = (float)(splitmix(&s) >> 40) * 0x1.0p-24f;
+      if (u1 < 0x1.0p-25f) u1 = 0x1.0p-25f;
+      float r = (float)a->b * sqrtf(-2.0f * logf(u1)), sn, cs;
+      sincosf(6.2831853f * u2, &sn, &cs);
+      ((float *)a->buf)[2 * j] = (float)a->a + r * cs;
+      if (2 * j + 1 < n) ((float *)a->buf)[2 * j + 1] = (float)a->a + r * sn;
+    }
+    return;
+  }
+  if (a->normal) {
+    /* Box-Muller, both outputs of a pair: elements 2j and 2j+1 share the
+     * draws 2j+1 and 2j+2 (radius and angle); one log, sqrt and sincos for
+     * two values. */
+#pragma omp parallel for schedule(static) if (n > (1L << 16))
+    for (long j = 0; j < (n + 1) / 2; j++) {
+      uint64_t s = s0 + (uint64_t)(2 * j) * step;
       double u1 = unif(&s), u2 = unif(&s);
       if (u1 < 1e-300) u1 = 1e-300;
-      v = a->a + a->b * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-    } else if (a->dt == MKC_I32 || a->dt == MKC_I64) {
-      double span = floor(a->b) - ceil(a->a) + 1;
-      v = ceil(a->a) + floor(unif(&s) * (span > 0 ? span : 1));
-    } else {
-      v = a->a + (a->b - a->a) * unif(&s);
+      double r = a->b * sqrt(-2.0 * log(u1)), sn, cs;
+      sincos(6.283185307179586 * u2, &sn, &cs);
+      store(a, 2 * j, a->a + r * cs);
+      if (2 * j + 1 < n) store(a, 2 * j + 1, a->a + r * sn);
     }
-    switch (a->dt) {
-    case MKC_F32: ((float *)a->buf)[i] = (float)v; break;
-    case MKC_F64: ((double *)a->buf)[i] = v; break;
-    case MKC_I32: ((int32_t *)a->buf)[i] = (int32_t)v; break;
-    case MKC_I64: ((int64_t *)a->buf)[i] = (int64_t)v; break;
-    default: break;
+    return;
+  }
+#pragma omp parallel for schedule(static) if (n > (1L << 16))
+  for (long i = 0; i < n; i++) {
+    uint64_t s = s0 + (uint64_t)i * step;
+    if (a->dt == MKC_I32 || a->dt == MKC_I64) {
+      double span = floor(a->b) - ceil(a->a) + 1;
+      store(a, i, ceil(a->a) + floor(unif(&s) * (span > 0 ? span : 1)));
+    } else {
+      store(a, i, a->a + (a->b - a->a) * unif(&s));
     }
   }
 }
@@ -727,6 +764,45 @@ static void counters_ctl(int on) {
   for (int i = 0; i < ncounters; i++) ioctl(counters[i].fd, on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
 }
 
+/* Write back and drop every cache line of one call's arguments (inputs,
+ * outputs with their canaries), from all cache levels: what the call then
+ * reads comes from memory, as after a flush of the whole cache, at a cost
+ * proportional to the call's data instead of the cache's size (a 480 MB
+ * last-level cache made the old flush, touching twice the cache, cost far
+ * more than small kernels). x86-64 with CLFLUSHOPT (plain CLFLUSH is
+ * serialising: 100x slower in a VM here) and AArch64 (DC CIVAC); elsewhere
+ * the old flush runs. */
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+static int can_evict(void) {
+  unsigned a, b, c, d;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 23)); /* CPUID.7.0:EBX.CLFLUSHOPT */
+}
+__attribute__((target("clflushopt"))) static void evict_range(const unsigned char *p, size_t n) {
+  _mm_mfence();
+  for (size_t o = 0; o < n; o += 64) _mm_clflushopt((void *)(p + o));
+  if (n) _mm_clflushopt((void *)(p + n - 1));
+  _mm_mfence();
+}
+#elif defined(__aarch64__)
+static int can_evict(void) { return 1; }
+static void evict_range(const unsigned char *p, size_t n) {
+  __asm__ volatile("dsb ish" : : : "memory");
+  for (size_t o = 0; o < n; o += 64) __asm__ volatile("dc civac, %0" : : "r"(p + o) : "memory");
+  if (n) __asm__ volatile("dc civac, %0" : : "r"(p + n - 1) : "memory");
+  __asm__ volatile("dsb ish" : : : "memory");
+}
+#else
+static int can_evict(void) { return 0; }
+static void evict_range(const unsigned char *p, size_t n) { (void)p; (void)n; }
+#endif
+
+static void evict_case(case_t *c) {
+  for (int i = 0; i < c->nargs; i++)
+    if (c->args[i].alloc) evict_range(c->args[i].alloc, c->args[i].alloc_len); /* scalars have none */
+}
+
 static void mode_bench(sbuf *b) {
   int R = P.ncases - P.probes;
   if (R < 1 || P.probes < 0) fail("bench needs at least one input set");
@@ -737,7 +813,7 @@ static void mode_bench(sbuf *b) {
     setup_case(&P.cases[s]);
   }
   unsigned char *flush = NULL;
-  if (P.flush_bytes) {
+  if (P.flush_bytes && !can_evict()) {
     flush = malloc(P.flush_bytes);
     if (!flush) fail("out of memory");
     memset(flush, 1, P.flush_bytes);
@@ -759,9 +835,11 @@ static void mode_bench(sbuf *b) {
     case_t *c = &P.cases[s];
     P.current_case = c->id;
     prepare_call(c, argv[s]);
-    if (timed && flush) {
-      /* evict the caches so a small working set is not measured warm */
-      for (size_t i = 0; i < P.flush_bytes; i += 64) flush[i]++;
+    if (timed && P.flush_bytes) {
+      /* the input sets alone do not cover the cache: evict this call's
+       * data, so a small working set is not measured warm */
+      if (flush) for (size_t i = 0; i < P.flush_bytes; i += 64) flush[i]++;
+      else evict_case(c);
     }
     /* involuntary context switches of the whole process around the call:
      * how many timed calls ran without another process preempting them */

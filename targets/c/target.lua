@@ -595,9 +595,21 @@ local function read_meta(tests_dir)
   return s and cjson.decode(s)
 end
 
-local function checker(plan)
+-- The checker's opening lines: the manifest (its hash as frozen), the seal
+-- of the files' identities when the suite has one, the root.
+local function manifest_lines(tests_dir, meta)
+  local lines = { "manifest " .. tests_dir .. "/manifest.sha256 " .. meta.manifest_sha }
+  if meta.seal_sha then lines[#lines + 1] = "seal " .. tests_dir .. "/manifest.seal " .. meta.seal_sha end
+  lines[#lines + 1] = "root " .. tests_dir
+  return lines
+end
+
+-- acct (optional): its check_s grows by the checker's wall time.
+local function checker(plan, acct)
   local b = M.binaries()
+  local t0 = require("mk.services.task").now()
   local r, err = proc.run { argv = { b.check }, stdin = plan, timeout = 600, max_output = 64 << 20 }
+  if acct then acct.check_s = (acct.check_s or 0) + (require("mk.services.task").now() - t0) end
   if not r then return nil, "cannot run mkc-check: " .. tostring(err and err.message) end
   local j = cjson.decode(r.stdout or "")
   if not j then return nil, "mkc-check failed: " .. (r.stderr or "") .. (r.stdout or ""):sub(1, 300) end
@@ -634,8 +646,9 @@ function M.freeze(task, tests_dir, opts)
         ~= size_label(task, meta.bench_sizes)) then
       return result("error", "tests in " .. tests_dir .. " were frozen for a different version of task " .. task.name)
     end
-    local j, err = checker("manifest " .. tests_dir .. "/manifest.sha256 " .. meta.manifest_sha
-      .. "\nroot " .. tests_dir .. "\nverify\n")
+    local vl = manifest_lines(tests_dir, meta)
+    vl[#vl + 1] = "verify"
+    local j, err = checker(table.concat(vl, "\n") .. "\n")
     if not j then return result("error", err) end
     if not j.ok then return result("error", "frozen tests were modified: " .. tostring(j.error)) end
     return result("ok", "", { fresh = false, cases = meta.ncases, manifest = tests_dir .. "/manifest.sha256",
@@ -650,12 +663,14 @@ function M.freeze(task, tests_dir, opts)
     if a.shape and not dims_of(a, bench_sizes) then return result("error", "opts.bench_sizes lacks a size symbol") end
   end
   local per_set = set_bytes(task, bench_sizes)
-  -- enough rotating input sets to cover twice the last-level cache, so a
-  -- timed call rarely finds its inputs cached; at most 16 (each costs a
-  -- reference run at freeze time and a first call per benchmark), the
-  -- shortfall flushed from the cache between calls
+  -- rotating input sets, so a timed call rarely finds its inputs cached:
+  -- at least 2, at most 16 and at most 64 MB of them unless 2 need more
+  -- (every set is frozen, read by each benchmark, and its outputs checked
+  -- after it); when they cover less than twice the last-level cache, the
+  -- runner evicts each timed call's own data from the caches before it
+  -- (flush_bytes > 0 turns that on; see targets/c/runner.c, evict_case)
   local llc = opts.llc_bytes or llc_bytes()
-  local sets = math.max(2, math.min(16, math.ceil(2 * llc / math.max(per_set, 1))))
+  local sets = math.max(2, math.min(16, math.ceil(math.min(2 * llc, 64 << 20) / math.max(per_set, 1))))
   meta = { task = task_fingerprint(task), sets = sets, per_set_bytes = per_set,
     flush_bytes = math.max(0, 2 * llc - sets * per_set), llc_bytes = llc, bench_sizes = bench_sizes }
   local all = {}
@@ -678,7 +693,7 @@ function M.freeze(task, tests_dir, opts)
   local st, j = classify(r, n, opts.timeout or 600)
   if st then return result("error", "the reference failed while freezing the tests: " .. st.message) end
   -- manifest over every input and expected file, then read-only
-  local lines = {}
+  local lines = { ".reference/kernel.so" } -- the probes' reference
   for _, c in ipairs(all) do
     for _, kind in ipairs { "inputs", "expected" } do
       for _, f in ipairs(fs.list(tests_dir .. "/" .. kind .. "/" .. c.id) or {}) do
@@ -686,17 +701,26 @@ function M.freeze(task, tests_dir, opts)
       end
     end
   end
+  -- read-only first: hashing then records each file's final identity (the
+  -- seal lets later checks skip re-hashing an unchanged file)
+  for _, rel in ipairs(lines) do fs.chmod(tests_dir .. "/" .. rel, 292) end -- 0444
   local jm, merr = checker("hash " .. tests_dir .. "\n" .. table.concat(lines, "\n") .. "\n")
   if not jm then return result("error", merr) end
-  local man = {}
-  for i, rel in ipairs(lines) do man[i] = jm.sha256[i] .. "  " .. rel end
+  if not jm.sha256 then return result("error", "mkc-check could not hash the frozen files: " .. tostring(jm.error)) end
+  local man, seal = {}, {}
+  for i, rel in ipairs(lines) do
+    man[i] = jm.sha256[i] .. "  " .. rel
+    seal[i] = rel .. " " .. jm.seal[i]
+  end
   fs.write(tests_dir .. "/manifest.sha256", table.concat(man, "\n") .. "\n")
+  fs.write(tests_dir .. "/manifest.seal", table.concat(seal, "\n") .. "\n")
+  fs.chmod(tests_dir .. "/manifest.seal", 292)
   meta.manifest_sha = sha256_of(tests_dir .. "/manifest.sha256")
+  meta.seal_sha = sha256_of(tests_dir .. "/manifest.seal")
   meta.ncases = #all
   meta.reference_kernel_s = {}
   for _, cj in ipairs(j.cases or {}) do meta.reference_kernel_s[cj.id] = cj.kernel_s end
   fs.write(tests_dir .. "/frozen.json", cjson.encode(meta))
-  for _, rel in ipairs(lines) do fs.chmod(tests_dir .. "/" .. rel, 292) end -- 0444
   fs.chmod(tests_dir .. "/manifest.sha256", 292)
   return result("ok", "", { fresh = true, cases = #all, manifest = tests_dir .. "/manifest.sha256",
     manifest_sha = meta.manifest_sha, wall_s = require("mk.services.task").now() - t0, meta = meta })
@@ -704,8 +728,9 @@ end
 
 -- --------------------------------------------------------------- test/bench
 
-local function check_outputs(task, tests_dir, meta, blob, outs, cases_by_id)
-  local lines = { "manifest " .. tests_dir .. "/manifest.sha256 " .. meta.manifest_sha, "root " .. tests_dir, "blob " .. blob }
+local function check_outputs(task, tests_dir, meta, blob, outs, cases_by_id, acct)
+  local lines = manifest_lines(tests_dir, meta)
+  lines[#lines + 1] = "blob " .. blob
   local args_by_name = {}
   for _, a in ipairs(task.args) do args_by_name[a.name] = a end
   for _, o in ipairs(outs) do
@@ -715,7 +740,23 @@ local function check_outputs(task, tests_dir, meta, blob, outs, cases_by_id)
       SHORT[a.dtype], math.tointeger(dims_of(a, c.sizes)), math.tointeger(o.offset), o.hash, o.case, o.name,
       task.tolerance.atol, task.tolerance.rtol, shape_text(a, c.sizes))
   end
-  return checker(table.concat(lines, "\n") .. "\n")
+  return checker(table.concat(lines, "\n") .. "\n", acct)
+end
+
+-- Where a runner writes its output blob: a private directory (bound
+-- read-write into that runner's sandbox alone) under opts.scratch — the
+-- evaluator puts it on a RAM file system, where writing and reading back
+-- hundreds of MB costs a fraction of a disk-backed one — else the build's
+-- directory. Returns the directory (nil for the build's), the blob path and
+-- the function that removes both.
+local function scratch_blob(opts, build, n, what)
+  if not opts.scratch then
+    local blob = build.workdir .. "/" .. what .. "-" .. n .. ".bin"
+    return nil, blob, function() fs.remove(blob) end
+  end
+  local sdir = opts.scratch .. "/" .. what .. "-" .. n
+  fs.mkdirs(sdir)
+  return sdir, sdir .. "/blob.bin", function() fs.rm_rf(sdir) end
 end
 
 local function run_runner(task, build, tests_dir, plan_body, nonce_hex, opts, bytes)
@@ -724,7 +765,8 @@ local function run_runner(task, build, tests_dir, plan_body, nonce_hex, opts, by
   local limits = runner_limits(bytes)
   if opts.mem_mb then limits.mem_mb = math.max(opts.mem_mb, 256 + 2 * math.ceil(bytes / 1048576)) end
   local r, err = run_sandboxed({ bins.run }, { workdir = build.workdir, stdin = plan_body,
-    ro = { path_dir(bins.run), tests_dir .. "/inputs" }, timeout = timeout, threads = opts.threads, limits = limits })
+    ro = { path_dir(bins.run), tests_dir .. "/inputs" }, rw = opts.scratch and { opts.scratch } or nil,
+    timeout = timeout, threads = opts.threads, limits = limits })
   if not r then return result("error", "cannot run the runner: " .. tostring(err and err.message)) end
   local st, j = classify(r, nonce_hex, timeout, limits)
   if st then st.stderr = r.stderr; st.wall_s = r.wall_s; return st end
@@ -743,27 +785,29 @@ function M.test(task, build, tests_dir, opts)
   local cases = case_list(task, group, meta)
   local by_id, max_bytes = {}, 0
   local n = nonce()
-  local blob = build.workdir .. "/out-" .. n .. ".bin"
+  local sdir, blob, drop = scratch_blob(opts, build, n, "out")
   local plan = { "nonce " .. n, "mode test", "so " .. build.so, "blob " .. blob }
+  local acct = { check_s = 0 }
   for _, c in ipairs(cases) do
     by_id[c.id] = c
     max_bytes = math.max(max_bytes, set_bytes(task, c.sizes))
     plan[#plan + 1] = case_plan(task, c, tests_dir, "file", false)
   end
-  local st, j = run_runner(task, build, tests_dir, table.concat(plan, "\n") .. "\n", n, opts, max_bytes * 2)
-  if st then fs.remove(blob); st.correct = false; st.wall_s = require("mk.services.task").now() - t0; return st end
+  local st, j = run_runner(task, build, tests_dir, table.concat(plan, "\n") .. "\n", n,
+    { timeout = opts.timeout, threads = opts.threads, mem_mb = opts.mem_mb, scratch = sdir }, max_bytes * 2)
+  if st then drop(); st.correct = false; st.wall_s = require("mk.services.task").now() - t0; return st end
   local outs, case_res = {}, {}
   for _, cj in ipairs(j.cases or {}) do
     if cj.canary ~= cjson.null and cj.canary then
-      fs.remove(blob)
+      drop()
       return result("incorrect", "case " .. cj.id .. ": the kernel " .. cj.canary
         .. " (out-of-bounds write: check loop bounds on sizes that are not multiples of the vector width)",
         { correct = false, wall_s = require("mk.services.task").now() - t0 })
     end
     for _, o in ipairs(cj.outs or {}) do outs[#outs + 1] = o end
   end
-  local cr, cerr = check_outputs(task, tests_dir, meta, blob, outs, by_id)
-  fs.remove(blob)
+  local cr, cerr = check_outputs(task, tests_dir, meta, blob, outs, by_id, acct)
+  drop()
   if not cr then return result("error", cerr, { correct = false }) end
   if not cr.ok then return result("error", "check failed: " .. tostring(cr.error), { correct = false }) end
   local msgs, nbad = {}, 0
@@ -781,10 +825,12 @@ function M.test(task, build, tests_dir, opts)
   if nbad > 0 then
     local m = string.format("%d of %d checked outputs are wrong%s:\n%s", nbad, #cr.results,
       group == "heldout" and " on held-out inputs (seeds never used during search)" or "", table.concat(msgs, "\n"))
-    return result("incorrect", m, { correct = false, cases = case_res, wall_s = wall })
+    return result("incorrect", m, { correct = false, cases = case_res, wall_s = wall, check_s = acct.check_s })
   end
-  return result("ok", "", { correct = true, cases = case_res, wall_s = wall, seccomp = j.seccomp })
+  return result("ok", "", { correct = true, cases = case_res, wall_s = wall, seccomp = j.seccomp, check_s = acct.check_s })
 end
+
+local probe_reference -- defined with the probe check below
 
 --- Benchmark a build at the benchmark size (outputs of timed calls checked).
 function M.bench(task, build, opts)
@@ -798,7 +844,7 @@ function M.bench(task, build, opts)
   local cases = case_list(task, "bench", meta)
   local by_id = {}
   local n = nonce()
-  local blob = build.workdir .. "/bench-" .. n .. ".bin"
+  local sdir, blob, drop = scratch_blob(opts, build, n, "bench")
   local plan = { "nonce " .. n, "mode bench", "so " .. build.so, "blob " .. blob,
     string.format("tol %.9g %.9g", task.tolerance.atol, task.tolerance.rtol),
     string.format("bench %d %.6g %d %d %d", opts.warmup or 3, opts.min_time or 1.0, opts.min_reps or 5,
@@ -824,16 +870,16 @@ function M.bench(task, build, opts)
   local bytes = meta.per_set_bytes * (meta.sets + 1 + #probes) + meta.flush_bytes
   local timeout = opts.timeout or 2 * task.timeout
   local st, j = run_runner(task, build, tests_dir, table.concat(plan, "\n") .. "\n", n,
-    { timeout = timeout, threads = opts.threads, mem_mb = opts.mem_mb }, bytes)
-  if st then fs.remove(blob); st.correct = false; return st end
+    { timeout = timeout, threads = opts.threads, mem_mb = opts.mem_mb, scratch = sdir }, bytes)
+  if st then drop(); st.correct = false; return st end
   local wall = require("mk.services.task").now() - t0
   local base = { wall_s = wall, reps = math.tointeger(j.reps), sets = math.tointeger(j.sets), times = j.times,
     latency_s = j.median_s, min_s = j.min_s, max_s = j.max_s, p10_s = j.p10_s, p90_s = j.p90_s,
     median_undisturbed_s = j.median_undisturbed_s, undisturbed = math.tointeger(j.clean),
     spread = j.median_s > 0 and (j.p90_s - j.p10_s) / j.median_s or 0, counters = j.counters,
-    counters_error = j.counters_error ~= cjson.null and j.counters_error or nil, correct = false }
+    counters_error = j.counters_error ~= cjson.null and j.counters_error or nil, correct = false, check_s = 0 }
   if j.bad_calls and j.bad_calls > 0 then
-    fs.remove(blob)
+    drop()
     return result("incorrect", "the outputs changed between timed calls on the same inputs (" .. math.tointeger(j.bad_calls)
       .. " of " .. math.tointeger(j.calls) .. " calls): " .. tostring(j.bad)
       .. ". A kernel must do the full work on every call.", base)
@@ -842,26 +888,59 @@ function M.bench(task, build, opts)
   for _, o in ipairs(j.outs or {}) do
     if o.case:match("^probe") then probe_outs[#probe_outs + 1] = o else frozen_outs[#frozen_outs + 1] = o end
   end
-  local cr, cerr = check_outputs(task, tests_dir, meta, blob, frozen_outs, by_id)
-  if not cr then fs.remove(blob); return result("error", cerr, base) end
-  if not cr.ok then fs.remove(blob); return result("error", "check failed: " .. tostring(cr.error), base) end
+  -- the reference's run on the probe inputs overlaps the check of the
+  -- frozen outputs (one is mostly generation, the other reading memory);
+  -- it is awaited before anything returns, and before its directory goes
+  local task_lib = require "mk.services.task"
+  local ref_h = #probes > 0 and task_lib.spawn(probe_reference, task, tests_dir, meta, blob, probes, opts)
+  local function await_ref()
+    if not ref_h then return nil end
+    local w0 = task_lib.now()
+    local ok, pr = pcall(task_lib.await, ref_h)
+    ref_h = nil
+    base.check_s = base.check_s + (task_lib.now() - w0)
+    return ok and pr or { error = tostring(pr) }
+  end
+  local function fail_with(r) await_ref(); drop(); return r end
+  local cr, cerr = check_outputs(task, tests_dir, meta, blob, frozen_outs, by_id, base)
+  if not cr then return fail_with(result("error", cerr, base)) end
+  if not cr.ok then return fail_with(result("error", "check failed: " .. tostring(cr.error), base)) end
   for _, x in ipairs(cr.results) do
-    if x.tampered then fs.remove(blob); return result("rejected", x.message, base) end
-    if not x.ok then fs.remove(blob); return result("incorrect", "at the benchmark size: " .. x.message, base) end
+    if x.tampered then return fail_with(result("rejected", x.message, base)) end
+    if not x.ok then return fail_with(result("incorrect", "at the benchmark size: " .. x.message, base)) end
   end
   if #probes > 0 then
-    local pr = M._check_probes(task, tests_dir, meta, blob, probes, probe_outs, j, opts, base)
-    if pr then fs.remove(blob); return pr end
+    local pr = M._check_probes(task, tests_dir, meta, blob, probes, probe_outs, j, opts, base, await_ref())
+    if pr then drop(); return pr end
   end
-  fs.remove(blob)
+  drop()
   base.correct = true
+  base.wall_s = require("mk.services.task").now() - t0
   return result("ok", "", base)
 end
 
 -- Fresh-input probes: the reference computes the same inputs (its own
 -- sandboxed run), the checker compares, and a kernel much slower on new
 -- inputs than on the rotated ones is caching results. nil when all is well.
-function M._check_probes(task, tests_dir, meta, blob, probes, outs, j, opts, base)
+-- The reference's sandboxed run on the probe inputs, in a scratch
+-- directory of its own beside the candidate's blob (the frozen suite,
+-- shared by runs, is only read): {r, n, pdir, rblob}.
+probe_reference = function(task, tests_dir, meta, blob, probes, opts)
+  local n = nonce()
+  local rdir = tests_dir .. "/.reference"
+  local pdir = path_dir(blob) .. "/probe-ref-" .. n
+  fs.mkdirs(pdir)
+  local rblob = pdir .. "/probe.bin"
+  local plan = { "nonce " .. n, "mode test", "so " .. rdir .. "/kernel.so", "blob " .. rblob }
+  for _, c in ipairs(probes) do plan[#plan + 1] = case_plan(task, c, tests_dir, "fresh", false) end
+  local bins = M.binaries()
+  local r = run_sandboxed({ bins.run }, { workdir = pdir, stdin = table.concat(plan, "\n") .. "\n",
+    ro = { path_dir(bins.run), rdir }, timeout = 2 * task.timeout, threads = opts.threads,
+    limits = runner_limits(meta.per_set_bytes * #probes) })
+  return { r = r, n = n, pdir = pdir, rblob = rblob }
+end
+
+function M._check_probes(task, tests_dir, meta, blob, probes, outs, j, opts, base, ref_run)
   local args_by_name = {}
   for _, a in ipairs(task.args) do args_by_name[a.name] = a end
   local nouts = 0
@@ -869,17 +948,15 @@ function M._check_probes(task, tests_dir, meta, blob, probes, outs, j, opts, bas
   if #outs < #probes * nouts then
     return result("incorrect", "on fresh inputs at the benchmark size the kernel wrote outside its outputs", base)
   end
-  local n = nonce()
-  local rdir = tests_dir .. "/.reference"
-  local rblob = rdir .. "/probe-" .. n .. ".bin"
-  local plan = { "nonce " .. n, "mode test", "so " .. rdir .. "/kernel.so", "blob " .. rblob }
-  for _, c in ipairs(probes) do plan[#plan + 1] = case_plan(task, c, tests_dir, "fresh", false) end
-  local bins = M.binaries()
-  local r = run_sandboxed({ bins.run }, { workdir = rdir, stdin = table.concat(plan, "\n") .. "\n",
-    ro = { path_dir(bins.run) }, timeout = 2 * task.timeout, threads = opts.threads,
-    limits = runner_limits(meta.per_set_bytes * #probes) })
-  local st, rj = classify(r or { status = "exited", code = 1, stdout = "" }, n, 2 * task.timeout)
-  if st then fs.remove(rblob); return result("error", "the reference failed on the probe inputs: " .. st.message, base) end
+  if not ref_run then
+    local t0 = require("mk.services.task").now()
+    ref_run = probe_reference(task, tests_dir, meta, blob, probes, opts)
+    base.check_s = (base.check_s or 0) + (require("mk.services.task").now() - t0)
+  end
+  if ref_run.error then return result("error", "the reference's probe run failed: " .. ref_run.error, base) end
+  local n, pdir, rblob = ref_run.n, ref_run.pdir, ref_run.rblob
+  local st, rj = classify(ref_run.r or { status = "exited", code = 1, stdout = "" }, n, 2 * task.timeout)
+  if st then fs.rm_rf(pdir); return result("error", "the reference failed on the probe inputs: " .. st.message, base) end
   local ref = {}
   for _, cj in ipairs(rj.cases or {}) do
     for _, o in ipairs(cj.outs or {}) do ref[o.case .. "/" .. o.name] = o end
@@ -888,13 +965,13 @@ function M._check_probes(task, tests_dir, meta, blob, probes, outs, j, opts, bas
   for _, o in ipairs(outs) do
     local a, c, ro = args_by_name[o.name], nil, ref[o.case .. "/" .. o.name]
     for _, p in ipairs(probes) do if p.id == o.case then c = p end end
-    if not ro then fs.remove(rblob); return result("error", "no reference output for " .. o.case, base) end
+    if not ro then fs.rm_rf(pdir); return result("error", "no reference output for " .. o.case, base) end
     lines[#lines + 1] = string.format("cmp2 %s %s %s %d %d %s %d:%s %.9g %.9g %s", o.case, o.name, SHORT[a.dtype],
       math.tointeger(dims_of(a, c.sizes)), math.tointeger(o.offset), o.hash, math.tointeger(ro.offset), ro.hash,
       task.tolerance.atol, task.tolerance.rtol, shape_text(a, c.sizes))
   end
-  local cr, cerr = checker(table.concat(lines, "\n") .. "\n")
-  fs.remove(rblob)
+  local cr, cerr = checker(table.concat(lines, "\n") .. "\n", base)
+  fs.rm_rf(pdir)
   if not cr then return result("error", cerr, base) end
   if not cr.ok then return result("error", "probe check failed: " .. tostring(cr.error), base) end
   for _, x in ipairs(cr.results) do
@@ -939,7 +1016,7 @@ local function cache_dir()
   return base .. "/mkengine"
 end
 
-local function cpu_key(threads)
+local function cpu_model()
   local model = "cpu"
   local f = io.open("/proc/cpuinfo")
   if f then
@@ -947,9 +1024,36 @@ local function cpu_key(threads)
     f:close()
     model = s:match("model name%s*:%s*([^\n]+)") or s:match("CPU part%s*:%s*([^\n]+)") or model
   end
-  local host = (fs.read("/etc/hostname") or "host"):gsub("%s", "")
-  return (host .. "-" .. model .. "-t" .. tostring(threads or "all")):gsub("[^%w%-_.]", "_")
+  return model
 end
+
+local function cpu_key(threads)
+  local host = (fs.read("/etc/hostname") or "host"):gsub("%s", "")
+  return (host .. "-" .. cpu_model() .. "-t" .. tostring(threads or "all")):gsub("[^%w%-_.]", "_")
+end
+
+local cc_line
+local function cc_version()
+  if not cc_line then
+    local r = proc.run { argv = { os.getenv("CC") or "cc", "--version" }, timeout = 30 }
+    cc_line = r and r.status == "exited" and (r.stdout or ""):match("^[^\n]*") or "cc"
+  end
+  return cc_line
+end
+
+-- Frozen suites can be shared through mk.search.suites: what their bytes
+-- follow besides the task is the CPU (the reference is compiled with
+-- -march=native), the compiler and the cache size (the input sets).
+M.suite_cache = true
+
+--- Machine facts a frozen suite depends on (part of its cache key).
+function M.suite_facts(_, opts)
+  return { cpu = cpu_model(), cc = cc_version(), llc = (opts and opts.llc_bytes) or llc_bytes(),
+    format = "mkc-suite-4" }
+end
+
+--- Key of this machine for a baseline measured with `threads` threads.
+function M.machine_key(threads) return (cpu_key(threads)) end
 
 --- This machine's measured peaks {gflops, gbps, threads, ...}, cached.
 function M.peaks(opts)

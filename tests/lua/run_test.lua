@@ -52,7 +52,8 @@ t.test("run auto on the scripted model finds a correct kernel, checked on held-o
   end
   t.ok(s.nodes >= 2)
   t.ok(fs.isdir(dir .. "/graph.git"))
-  t.ok(fs.exists(dir .. "/tests/MANIFEST") or #(fs.list(dir .. "/tests") or {}) > 0, "frozen tests exist")
+  local suite = cjson.decode((assert(fs.read(dir .. "/suite.json"), "suite.json names the frozen suite")))
+  t.ok(fs.exists(suite.path .. "/manifest.sha256"), "the frozen suite exists in the cache")
 end)
 
 t.test("beam on the scripted model ends with a kernel faster than the baseline", function()

@@ -9,16 +9,19 @@ local cjson = require "cjson"
 local M = {
   summary = "evaluate one candidate kernel file against a task",
   usage = "usage: mkengine eval TASK_DIR CANDIDATE_FILE [--json] [--timeout S] [--no-tune] [--no-profile] "
-    .. "[--threads N] [--tests-dir DIR] [--min-time S] [--workers FILE] [--keep]",
+    .. "[--threads N] [--tests-dir DIR] [--min-time S] [--workers FILE] [--keep] [--fresh]",
   help = [[
 Compiles CANDIDATE_FILE for the task in TASK_DIR, checks it on the frozen
-tests (generated from the task's reference into a temporary directory, or
-into --tests-dir, where they are reused), autotunes `mk:tune` parameters,
-times it at the benchmark size against the reference (the baseline),
-re-checks it on held-out seeds and profiles it.
+tests, autotunes `mk:tune` parameters, times it at the benchmark size
+against the reference (the baseline), re-checks it on held-out seeds and
+profiles it. The frozen tests and the baseline's measurement are kept in
+the engine's cache (~/.cache/mkengine, or $MKENGINE_CACHE), keyed by the
+task's content and this machine, and reused (verified) by the next eval.
 
   --json         print one JSON object: status, correct, latency_s,
-                 baseline_latency_s, speedup, message, profile, tune, heldout
+                 baseline_latency_s, speedup, message, profile, tune, heldout,
+                 timing (seconds: compile_s, test_s, bench_s, check_s,
+                 queue_s, setup_s, engine_s, wall_s), baseline_cached
   --timeout S    time limit of each candidate process (default: the task's)
   --no-tune      ignore mk:tune lines
   --no-profile   skip the profile
@@ -27,6 +30,8 @@ re-checks it on held-out seeds and profiles it.
   --min-time S   seconds of timed calls per benchmark (default 1)
   --workers F    evaluate on a worker the file F.lua names (docs/workers.md)
   --keep         keep the temporary directory (its path is printed)
+  --fresh        freeze the tests and measure the baseline anew (a temporary
+                 directory; the cache is neither read nor written)
 
 status is one of ok, compile_error, incorrect, timeout, crash, rejected.
 Exit status: 0 when the candidate was evaluated (whatever the verdict),
@@ -40,7 +45,7 @@ local function num(v) return type(v) == "number" and v or nil end
 
 function M.run(args)
   local opts, pos = cli.parse(args, {
-    flags = { json = true, no_tune = true, no_profile = true, keep = true },
+    flags = { json = true, no_tune = true, no_profile = true, keep = true, fresh = true },
     options = { timeout = "number", threads = "number", tests_dir = "string", min_time = "number",
       workers = "string" },
   }, M.usage)
@@ -58,6 +63,7 @@ function M.run(args)
   local ev = require("mk.search.eval").new(task, { pool = pool,
     timeout = opts.timeout, threads = opts.threads and math.tointeger(opts.threads), tests_dir = opts.tests_dir,
     bench = { min_time = opts.min_time }, keep = opts.keep,
+    suite_cache = not opts.fresh, baseline_cache = not opts.fresh,
   })
   local ok, r = pcall(function()
     local res = ev:evaluate({ [task.candidate_file] = src }, { tune = not opts.no_tune, profile = not opts.no_profile })
@@ -92,7 +98,12 @@ function M.run(args)
       baseline_latency_s = num(r.baseline_latency_s), speedup = num(r.speedup), message = r.message,
       spread = num(r.spread), device_s = num(r.device_s), wall_s = num(r.wall_s), suspicious = r.suspicious,
       task = task.name, candidate = pos[2],
+      baseline_cached = ev.base and ev.base.cached or false,
     }
+    if r.timing then
+      out.timing = {}
+      for k, v in pairs(r.timing) do out.timing[k] = num(v) end
+    end
     if r.profile then
       local p = r.profile
       out.profile = { text = p.text, gflops = num(p.gflops), gbps = num(p.gbps), peak_gflops = num(p.peak_gflops),

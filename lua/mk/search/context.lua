@@ -483,7 +483,8 @@ function Ctx:evaluated(kind, parents, out, extra)
       gbps = res.profile and res.profile.gbps,
       -- the source's measurement record, shared by identical candidates of the run
       source_hash = res.source_hash, measurements = res.measurements, samples = res.samples,
-      latency_min_s = res.latency_min_s, latency_max_s = res.latency_max_s },
+      latency_min_s = res.latency_min_s, latency_max_s = res.latency_max_s,
+      timing = res.timing }, -- where this evaluation's time went (compile_s, test_s, ...)
     meta = meta,
   }
 end

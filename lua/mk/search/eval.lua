@@ -9,6 +9,7 @@ local fs = require "mk.fs"
 local task_lib = require "mk.services.task"
 local targets = require "mk.search.targets"
 local util = require "mk.services.util"
+local suites = require "mk.search.suites"
 
 local M = {}
 
@@ -76,15 +77,26 @@ function M.new(task, opts)
   self.task = task
   self.target = targets.get(task.target)
   self.opts = opts
+  local workdir = require "mk.services.workdir"
   if opts.workdir then
     self.root = opts.workdir
     fs.mkdirs(self.root)
   else -- a marked directory: removed on any exit, swept after a SIGKILL
-    local workdir = require "mk.services.workdir"
     workdir.sweep_once()
     self.root, self.root_lock = assert(workdir.new("mkeval-" .. task.name))
   end
-  self.tests_dir = opts.tests_dir or (self.root .. "/tests")
+  -- opts.suite_cache: the frozen suite lives in the shared cache (its path
+  -- is known once freeze() has found or made it)
+  self.use_suites = opts.suite_cache and not opts.tests_dir and self.target.suite_cache
+  self.tests_dir = opts.tests_dir or (not self.use_suites and (self.root .. "/tests")) or nil
+  -- output blobs (hundreds of MB at real sizes, written once and read back
+  -- once) go to a RAM file system when there is one: on a disk-backed /tmp
+  -- the page-cache writeback made writing them most of an evaluation's time
+  if fs.isdir(workdir.RAM) then self.scratch, self.scratch_lock = workdir.new("mkeval-" .. task.name, workdir.RAM) end
+  if not self.scratch then
+    self.scratch = self.root .. "/scratch"
+    fs.mkdirs(self.scratch)
+  end
   self.jobs = task_lib.semaphore(opts.jobs or 2)
   self.device = device_lock(self.target.device_key or task.target)
   self.cpu_shared = task.target == "c" -- on the CPU, compiles and tests disturb timings
@@ -93,6 +105,16 @@ function M.new(task, opts)
   self.cache = {}
   self.pool = opts.pool -- an mk.search.pool: every method below runs on its workers
   return self
+end
+
+-- Run fn(...) with `acct.queue_s` grown by the wait for the slot `take`
+-- (a function that takes a slot and runs what it is given).
+local function queued(acct, take, fn, ...)
+  local asked = task_lib.now()
+  return take(function(...)
+    if acct then acct.queue_s = acct.queue_s + (task_lib.now() - asked) end
+    return fn(...)
+  end, ...)
 end
 
 -- Through a worker pool (mk.search.pool): the same method on a worker's own
@@ -113,6 +135,11 @@ end
 
 function Evaluator:_exclusive(fn, ...) return with_exclusive(self.device, fn, ...) end
 
+-- The same, counting the wait in acct.queue_s.
+function Evaluator:_exclusive_q(acct, fn, ...)
+  return queued(acct, function(f, ...) return self:_exclusive(f, ...) end, fn, ...)
+end
+
 --- Freeze the tests (idempotent; verifies the manifest when it exists).
 function Evaluator:freeze()
   if self.frozen then return self.frozen end
@@ -120,8 +147,22 @@ function Evaluator:freeze()
     self.frozen = self:_remote("freeze")
     return self.frozen
   end
-  local r = self:_exclusive(self.target.freeze, self.task, self.tests_dir,
-    { threads = self.opts.threads, bench_sizes = self.opts.bench_sizes, llc_bytes = self.opts.llc_bytes })
+  local fopts = { threads = self.opts.threads, bench_sizes = self.opts.bench_sizes, llc_bytes = self.opts.llc_bytes }
+  if self.use_suites then
+    -- found or frozen in the shared cache; the target's freeze below then
+    -- verifies it (manifest and seal) like any existing suite
+    self.suite_key = suites.key(self.task, self.target, fopts)
+    local path, made = self:_exclusive(suites.ensure, self.suite_key, function(dir)
+      return self.target.freeze(self.task, dir, fopts)
+    end)
+    local err = not path and made
+    if not path then error(setmetatable({ kind = "freeze", message = err },
+      { __tostring = function(e) return "freeze: " .. e.message end }), 0) end
+    self.tests_dir = path
+    self.fresh_suite = made == true
+  end
+  local r = self:_exclusive(self.target.freeze, self.task, self.tests_dir, fopts)
+  if self.suite_key and self.fresh_suite then r.fresh = true end
   if r.status ~= "ok" then error(setmetatable({ kind = "freeze", message = r.message },
     { __tostring = function(e) return "freeze: " .. e.message end }), 0) end
   self.frozen = r
@@ -132,12 +173,14 @@ function Evaluator:_bench_opts(extra)
   local b = self.opts.bench or {}
   local o = { tests_dir = self.tests_dir, threads = self.opts.threads, min_time = b.min_time, warmup = b.warmup,
     min_reps = b.min_reps, max_reps = b.max_reps, timeout = self.opts.timeout and 2 * self.opts.timeout or nil,
-    mem_mb = self.opts.mem_mb }
+    mem_mb = self.opts.mem_mb, scratch = self.scratch }
   for k, v in pairs(extra or {}) do o[k] = v end
   return o
 end
 
 --- The reference's benchmark (memoised): {latency_s, spread, ...}.
+--- With opts.baseline_cache (and the suite cache), a baseline measured
+--- before on this machine with the same settings is reused (r.cached).
 function Evaluator:baseline()
   if self.base then return self.base end
   if self.pool then
@@ -145,10 +188,22 @@ function Evaluator:baseline()
     return self.base
   end
   self:freeze()
-  local r = self:_exclusive(self.target.baseline, self.task,
-    self:_bench_opts { workdir = self.root .. "/baseline" })
+  local bopts = self:_bench_opts { workdir = self.root .. "/baseline" }
+  local bkey
+  if self.opts.baseline_cache and self.suite_key and self.target.machine_key then
+    bkey = suites.baseline_key(self.suite_key, self.target.machine_key(self.opts.threads), {
+      min_time = bopts.min_time, warmup = bopts.warmup, min_reps = bopts.min_reps, max_reps = bopts.max_reps })
+    local hit = suites.get_baseline(bkey)
+    if hit then
+      hit.cached = true
+      self.base = hit
+      return hit
+    end
+  end
+  local r = self:_exclusive(self.target.baseline, self.task, bopts)
   if r.status ~= "ok" then error(setmetatable({ kind = "baseline", message = r.message },
     { __tostring = function(e) return "baseline: " .. e.message end }), 0) end
+  if bkey then suites.put_baseline(bkey, r) end
   self.base = r
   return r
 end
@@ -172,17 +227,31 @@ local function key_of(files, defines)
   return table.concat(parts, "\1")
 end
 
-function Evaluator:_compile(files, defines)
+function Evaluator:_compile(files, defines, acct)
   self.builds = self.builds + 1
   local dir = string.format("%s/builds/%04d", self.root, self.builds)
-  return self.jobs:with(function()
-    return self:_shared(self.target.compile, self.task, files, dir, { defines = defines, timeout = self.opts.compile_timeout })
+  local b = queued(acct, function(f) return self.jobs:with(function() return self:_shared(f) end) end, function()
+    return self.target.compile(self.task, files, dir, { defines = defines, timeout = self.opts.compile_timeout })
   end)
+  if acct then acct.compile_s = acct.compile_s + (b.compile_s or b.wall_s or 0) end
+  return b
 end
 
-function Evaluator:_test(build, group)
-  return self:_shared(self.target.test, self.task, build, self.tests_dir,
-    { group = group, timeout = self.opts.timeout, threads = self.opts.threads, mem_mb = self.opts.mem_mb })
+function Evaluator:_test(build, group, acct)
+  local r = queued(acct, function(f, ...) return self:_shared(f, ...) end, self.target.test, self.task, build,
+    self.tests_dir, { group = group, timeout = self.opts.timeout, threads = self.opts.threads, mem_mb = self.opts.mem_mb,
+      scratch = self.scratch })
+  if acct then
+    acct.check_s = acct.check_s + (r.check_s or 0)
+    acct.test_s = acct.test_s + math.max(0, (r.wall_s or 0) - (r.check_s or 0))
+  end
+  return r
+end
+
+-- A benchmark's share of an evaluation's time (its checks apart).
+local function add_bench(acct, r)
+  acct.check_s = acct.check_s + (r.check_s or 0)
+  acct.bench_s = acct.bench_s + math.max(0, (r.wall_s or 0) - (r.check_s or 0))
 end
 
 -- Autotune configurations: the full grid when it fits the budget, else a
@@ -259,19 +328,26 @@ function Evaluator:evaluate(files, opts)
   local key = key_of(files) .. (do_tune and "\2tune" or "") .. (opts.profile and "\2prof" or "")
   if self.cache[key] then return self.cache[key] end
   local device_s = 0
+  -- where this evaluation's time went (docs/api/eval.md, "timing")
+  local acct = { compile_s = 0, test_s = 0, bench_s = 0, check_s = 0, queue_s = 0 }
+  local setup_s = task_lib.now() - t0 -- freezing or verifying the suite, the first time
 
   local function finish(r)
     r.device_s = device_s
     r.wall_s = task_lib.now() - t0
+    local tm = { compile_s = acct.compile_s, test_s = acct.test_s, bench_s = acct.bench_s, check_s = acct.check_s,
+      queue_s = acct.queue_s, setup_s = setup_s + (acct.setup_s or 0), wall_s = r.wall_s }
+    tm.engine_s = math.max(0, r.wall_s - tm.compile_s - tm.test_s - tm.bench_s - tm.check_s - tm.queue_s - tm.setup_s)
+    r.timing = tm
     if r.status ~= "infra" then self.cache[key] = r end -- the next try may find the machine mended
     return r
   end
 
   -- compile + test one configuration
   local function try(defines)
-    local b = self:_compile(files, defines)
+    local b = self:_compile(files, defines, acct)
     if b.status ~= "ok" then return b end
-    local tr = self:_test(b, "search")
+    local tr = self:_test(b, "search", acct)
     device_s = device_s + (tr.wall_s or 0)
     tr.build = b
     return tr
@@ -297,8 +373,9 @@ function Evaluator:evaluate(files, opts)
       if not ok then tr = { status = "error", message = tostring(tr) } end
       local entry = { params = configs[i], status = tr.status, message = tr.message ~= "" and tr.message or nil }
       if tr.status == "ok" then
-        local br = self:_exclusive(self.target.bench, self.task, tr.build, self:_bench_opts(tb))
+        local br = self:_exclusive_q(acct, self.target.bench, self.task, tr.build, self:_bench_opts(tb))
         device_s = device_s + (br.wall_s or 0)
+        add_bench(acct, br)
         entry.status, entry.latency_s = br.status, br.latency_s
         if br.status == "ok" and (not best_lat or br.latency_s < best_lat) then
           best, best_lat, best_params = tr.build, br.latency_s, configs[i]
@@ -312,13 +389,16 @@ function Evaluator:evaluate(files, opts)
   end
 
   -- the final benchmark also times fresh inputs (probes) against caching cheats
-  local br = self:_exclusive(self.target.bench, self.task, build,
+  local br = self:_exclusive_q(acct, self.target.bench, self.task, build,
     self:_bench_opts { counters = opts.profile, probes = self.opts.probes or 3 })
   device_s = device_s + (br.wall_s or 0)
+  add_bench(acct, br)
   if br.status ~= "ok" then
     return finish(fail(br.status, br.message, { tune = tune }))
   end
+  local tb0 = task_lib.now()
   local base = self:baseline()
+  acct.setup_s = task_lib.now() - tb0 -- measuring the baseline, the first time
   local r = {
     status = "ok", correct = true, latency_s = br.latency_s, spread = br.spread, reps = br.reps,
     baseline_latency_s = base.latency_s, speedup = base.latency_s / br.latency_s, tune = tune,
@@ -331,10 +411,12 @@ function Evaluator:evaluate(files, opts)
     r.message = r.message .. "; the speedup is unusually large: the held-out check will re-verify it"
   end
   if opts.profile then
-    local pr = self:_exclusive(self.target.profile, self.task, build,
-      { tests_dir = self.tests_dir, latency_s = br.latency_s, threads = self.opts.threads, bench = br })
+    local pr = self:_exclusive_q(acct, self.target.profile, self.task, build,
+      { tests_dir = self.tests_dir, latency_s = br.latency_s, threads = self.opts.threads, bench = br,
+        scratch = self.scratch })
     device_s = device_s + (pr.wall_s or 0)
     if verdict(pr.status) == "infra" then return finish(fail("infra", "profile: " .. tostring(pr.message))) end
+    acct.bench_s = acct.bench_s + (pr.wall_s or 0)
     r.profile = pr.status == "ok" and pr or { text = "profile failed: " .. pr.message, status = pr.status }
   end
   self.last_build = self.last_build or {}
@@ -375,6 +457,12 @@ end
 function Evaluator:close()
   -- frozen files are read-only, but their directories are not: rm_rf works
   if self.root and not self.opts.workdir and not self.opts.keep then fs.rm_rf(self.root) end
+  if self.scratch_lock then
+    require("mk.services.workdir").release(self.scratch, self.scratch_lock)
+  elseif self.scratch then
+    fs.rm_rf(self.scratch)
+  end
+  self.scratch, self.scratch_lock = nil, nil
   if self.root_lock then self.root_lock:unlock(); self.root_lock = nil end
 end
 

@@ -7,7 +7,10 @@
 ---     graph.git/     the search graph (mk.search.graph), readable with plain git
 ---     events.jsonl   append-only log: one JSON object per line with `t`
 ---                    (seconds since the run started) and `type`
----     tests/         the frozen test suite (written by the evaluator)
+---     suite.json     the frozen test suite it uses (key and path in the shared
+---                    cache, mk.search.suites)
+---     tests/         empty; holds the suite itself in runs made before the
+---                    cache or copied with `mkengine export`
 ---     best/          checkout of the best node, refreshed when best changes
 ---     summary.json   written at the end
 ---     .lock          held (flock) by the engine writing the run

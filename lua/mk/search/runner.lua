@@ -226,8 +226,11 @@ local function execute(o, run, info, resumed)
   if info.workers then -- evaluations go to the workers the file names (docs/workers.md)
     run.pool = require("mk.search.pool").open(info.workers, { log = note })
   end
-  local ev = eval.new(task, { tests_dir = run.dir .. "/tests", jobs = info.jobs, seed = info.seed,
-    timeout = info.timeout, pool = run.pool })
+  -- the frozen suite: in the shared cache (suite.json names it), or in
+  -- tests/ for runs made before the cache or exported standalone
+  local inlined = fs.exists(run.dir .. "/tests/frozen.json")
+  local ev = eval.new(task, { tests_dir = inlined and (run.dir .. "/tests") or nil, suite_cache = not inlined,
+    jobs = info.jobs, seed = info.seed, timeout = info.timeout, pool = run.pool })
   run.evaluator = ev -- closed by run/resume whatever happens (it owns temporary work directories)
   local ctx = context.new { task = task, graph = run.graph, run = run, eval = ev, llm = client, opts = opts, agents = o.agents,
     seed = info.seed or 0, budget = budget, prior = prior, log = function(msg) note(msg) end }
@@ -255,8 +258,18 @@ local function execute(o, run, info, resumed)
     task.test_sizes = task.test_sizes or { task.sizes }
     for _, s in ipairs(info.extra_test_sizes) do table.insert(task.test_sizes, s) end
   end
-  local okf, ferr = pcall(ev.freeze, ev)
-  if not okf then run_error("cannot freeze the test suite: " .. tostring(type(ferr) == "table" and ferr.message or ferr)) end
+  local okc, okf, ferr = pcall(ev.freeze, ev)
+  if not okc then run_error("cannot freeze the test suite: " .. tostring(type(okf) == "table" and okf.message or okf)) end
+  if not okf and ferr then run_error("cannot freeze the test suite: " .. tostring(ferr.message or ferr)) end
+  if ev.suite_key then
+    local okp, prev = pcall(cjson.decode, fs.read(run.dir .. "/suite.json") or "null")
+    if okp and type(prev) == "table" and prev.manifest_sha and prev.manifest_sha ~= ev.frozen.manifest_sha then
+      note(string.format("mkengine: the frozen suite differs from the one this run started with (%s, was %s)",
+        ev.frozen.manifest_sha:sub(1, 12), prev.manifest_sha:sub(1, 12)))
+    end
+    fs.write(run.dir .. "/suite.json", cjson.encode { key = ev.suite_key, path = ev.tests_dir,
+      manifest_sha = ev.frozen.manifest_sha } .. "\n", { atomic = true })
+  end
 
   local root = run.graph:root()
   if not root then

@@ -16,11 +16,29 @@ function M.base()
   return (t and t ~= "") and t:gsub("/+$", "") or "/tmp"
 end
 
+-- RAM file system for large transient files (output blobs), when present.
+M.RAM = "/dev/shm"
+
+-- A new directory `<base>/<prefix>-XXXXXXXX` (fs.tmpdir knows only $TMPDIR).
+local function dir_under(base, prefix)
+  local f = io.open("/dev/urandom", "rb")
+  local raw = f and f:read(4) or tostring(os.time())
+  if f then f:close() end
+  local dir = string.format("%s/%s-%s", base, prefix, (raw:gsub(".", function(c) return string.format("%02x", c:byte()) end)))
+  if fs.exists(dir) then return nil, { kind = "io", message = dir .. " exists" } end
+  local ok, err = fs.mkdirs(dir)
+  if not ok then return nil, err end
+  return dir
+end
+
 --- A new private directory `<base>/<prefix>-XXXXXX`, marked and locked.
---- Returns dir, lock (release with M.release) or nil, err.
+--- `base` defaults to M.base(). Returns dir, lock (release with M.release)
+--- or nil, err.
 ---@param prefix string
-function M.new(prefix)
-  local dir, err = fs.tmpdir(prefix)
+---@param base string|nil
+function M.new(prefix, base)
+  local dir, err
+  if base then dir, err = dir_under(base, prefix) else dir, err = fs.tmpdir(prefix) end
   if not dir then return nil, err end
   -- lock under a temporary name, then rename: a sweeper only ever sees the
   -- marker already locked
@@ -62,11 +80,16 @@ end
 
 local swept = false
 
---- Sweep once per process (the first evaluator of an engine calls it).
+--- Sweep once per process (the first evaluator of an engine calls it):
+--- M.base() and the RAM file system.
 function M.sweep_once()
   if swept then return {} end
   swept = true
-  return M.sweep()
+  local removed = M.sweep()
+  if fs.isdir(M.RAM) then
+    for _, d in ipairs(M.sweep(M.RAM)) do removed[#removed + 1] = d end
+  end
+  return removed
 end
 
 return M

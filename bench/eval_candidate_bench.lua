@@ -1,0 +1,87 @@
+-- Evaluation of one candidate inside a run (issue 15 item 2): one evaluator
+-- as `mkengine run` makes it (suite frozen and baseline measured first, not
+-- timed), then N candidates of the task's scripted bank, each a source not
+-- seen before, evaluated as a strategy does (profile on, no autotune).
+--   mkengine script bench/eval_candidate_bench.lua [TASK] [ROWS COLS] [N=10]
+-- TASK defaults to examples/tasks/c/rmsnorm; ROWS COLS override its
+-- benchmark size. Prints each candidate's wall time, the CPU time of the
+-- processes it ran (compiler, runner, checker, sandbox: from
+-- /proc/self/stat, so it does not depend on other sessions' load), the
+-- time breakdown (`timing`) when the engine reports one, and medians.
+local fs = require "mk.fs"
+local task_lib = require "mk.services.task"
+local eval = require "mk.search.eval"
+
+local TASK = arg and arg[1] or "examples/tasks/c/rmsnorm"
+local rows, cols = tonumber(arg and arg[2]), tonumber(arg and arg[3])
+local N = tonumber(arg and arg[4]) or 10
+
+-- CPU seconds of this process's waited-for children (utime + stime).
+local function children_cpu()
+  local s = fs.read("/proc/self/stat") or ""
+  local rest = s:match("%) (.*)$") or ""
+  local f = {}
+  for x in rest:gmatch("%S+") do f[#f + 1] = x end
+  -- after "pid (comm)": field 3 is f[1]; cutime and cstime are fields 16, 17
+  return ((tonumber(f[14]) or 0) + (tonumber(f[15]) or 0)) / 100
+end
+
+local function median(xs)
+  local c = {}
+  for i, x in ipairs(xs) do c[i] = x end
+  table.sort(c)
+  if #c == 0 then return 0 end
+  return #c % 2 == 1 and c[(#c + 1) // 2] or (c[#c // 2] + c[#c // 2 + 1]) / 2
+end
+
+local function load() return (fs.read("/proc/loadavg") or "?"):match("^(%S+ %S+ %S+)") end
+
+local opts = { suite_cache = true }
+if rows and cols then opts.bench_sizes = { rows = rows, cols = cols } end
+local ev = eval.new(TASK, opts)
+local t0 = task_lib.now()
+ev:freeze()
+print(string.format("suite ready in %.2f s (%s, %d input sets); load average %s", task_lib.now() - t0,
+  ev.frozen.fresh and "frozen now" or "cached, verified", ev.frozen.meta and ev.frozen.meta.sets or -1, load()))
+t0 = task_lib.now()
+local base = ev:baseline()
+print(string.format("baseline %.3f ms, measured in %.2f s", base.latency_s * 1e3, task_lib.now() - t0))
+
+local bank = {}
+for _, f in ipairs(fs.list(TASK .. "/scripted") or {}) do
+  if f:match("%.c$") then bank[#bank + 1] = f end
+end
+table.sort(bank)
+assert(#bank > 0, "no scripted bank in " .. TASK)
+
+local walls, cpus, ok_walls, parts = {}, {}, {}, {}
+local KEYS = { "compile_s", "test_s", "bench_s", "check_s", "queue_s", "setup_s", "engine_s" }
+for i = 1, N do
+  local name = bank[(i - 1) % #bank + 1]
+  local src = fs.read(TASK .. "/scripted/" .. name) .. string.format("\n/* candidate %d %d */\n", i, os.time())
+  local c0, w0 = children_cpu(), task_lib.now()
+  local r = ev:evaluate(src, { tune = false, profile = true })
+  local wall, cpu = task_lib.now() - w0, children_cpu() - c0
+  walls[#walls + 1], cpus[#cpus + 1] = wall, cpu
+  if r.status == "ok" then ok_walls[#ok_walls + 1] = wall end
+  local tm = r.timing
+  local line = ""
+  if tm then
+    local ps = {}
+    for _, k in ipairs(KEYS) do
+      parts[k] = parts[k] or {}
+      parts[k][#parts[k] + 1] = tm[k] or 0
+      ps[#ps + 1] = string.format("%s %.2f", k:gsub("_s$", ""), tm[k] or 0)
+    end
+    line = " = " .. table.concat(ps, ", ")
+  end
+  print(string.format("%2d %-14s %-13s wall %6.2f s, child CPU %5.2f s%s", i, name, r.status, wall, cpu, line))
+end
+print(string.format("median over %d candidates: wall %.2f s, child CPU %.2f s; correct ones (%d): wall %.2f s; "
+  .. "load average %s", N, median(walls), median(cpus), #ok_walls, median(ok_walls), load()))
+if next(parts) then
+  local ps = {}
+  for _, k in ipairs(KEYS) do ps[#ps + 1] = string.format("%s %.2f", k, median(parts[k])) end
+  print("medians: " .. table.concat(ps, ", "))
+end
+ev:close()
