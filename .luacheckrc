@@ -4,5 +4,5 @@ codes = true
 files["tests/lua"] = { globals = { "arg" } }
 files["examples"] = { globals = { "arg" } }
 files["bench"] = { globals = { "arg" } }
--- mk.task wraps coroutine.resume/wrap so engine waits pass through user coroutines
-files["lua/mk/task.lua"] = { globals = { "coroutine" } }
+-- mk.services.task wraps coroutine.resume/wrap so engine waits pass through user coroutines
+files["lua/mk/services/task.lua"] = { globals = { "coroutine" } }

@@ -5,10 +5,10 @@
 -- 2. Overhead: one full evaluate() (compile, search tests, bench, profile)
 --    and what part of its wall time is not the compiler or candidate runs.
 local fs = require "mk.fs"
-local task_lib = require "mk.task"
+local task_lib = require "mk.services.task"
 local proc = require "mk.proc"
-local c = require "mk.targets.c"
-local eval = require "mk.eval"
+local c = require("mk.search.targets").get("c")
+local eval = require "mk.search.eval"
 
 local rows = tonumber(arg and arg[1]) or 1024
 local cols = tonumber(arg and arg[2]) or 1024

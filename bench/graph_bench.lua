@@ -1,4 +1,4 @@
--- Benchmark of mk.graph (issue 5 targets: one node commit with a 10 KB
+-- Benchmark of mk.search.graph (issue 5 targets: one node commit with a 10 KB
 -- kernel, median under 1 ms; a 100,000-node graph loads in under 2 s and
 -- under 500 MB RSS).
 --
@@ -9,8 +9,8 @@
 --     index: ignore the binary snapshot; verify: also compare every ref, as resume does)
 local fs = require "mk.fs"
 local git = require "mk.git"
-local graph = require "mk.graph"
-local task = require "mk.task"
+local graph = require "mk.search.graph"
+local task = require "mk.services.task"
 
 local MK = (os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine"
 local mode = arg[1] or "all"
@@ -69,7 +69,7 @@ local function calibrate()
   return os.clock() - c0, x
 end
 
--- Write an n-node graph in mk.graph's format quickly: objects via `git
+-- Write an n-node graph in mk.search.graph's format quickly: objects via `git
 -- fast-import` (one pack instead of 300,000 loose objects), refs/nodes/* as
 -- one packed-refs file (what graph:close leaves), then graph.open rebuilds
 -- the index from the refs, as it does when the index is lost.

@@ -5,9 +5,9 @@
 -- Run: build/mkengine script bench/kb_bench.lua [MEGABYTES]
 local kb = require "mk.kb"
 local fs = require "mk.fs"
-local task = require "mk.task"
+local task = require "mk.services.task"
 local home = require "mk.home"
-local retrieve = require "mk.retrieve"
+local retrieve = require "mk.services.retrieve"
 
 local megabytes = tonumber(arg[1]) or 10
 

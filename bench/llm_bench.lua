@@ -1,5 +1,5 @@
 -- Benchmark: N concurrent streaming chat calls (default 256) through
--- mk.llm -> mk.http to the loopback fake server, which answers each after
+-- mk.services.llm -> mk.http to the loopback fake server, which answers each after
 -- 1 s. Reports wall time and the engine's CPU time per call (os.clock is
 -- this process only; the Python server is another process).
 --   mkengine script bench/llm_bench.lua [N] [rounds] [provider (threaded server only)]
@@ -9,8 +9,8 @@ local fake = dofile("tests/fake_llm/fake.lua")
 local rerun = fake.reexec_with_key()
 if rerun then return rerun end
 
-local llm = require "mk.llm"
-local task = require "mk.task"
+local llm = require "mk.services.llm"
+local task = require "mk.services.task"
 
 local n = tonumber(arg[1]) or 256
 local rounds = tonumber(arg[2]) or 3

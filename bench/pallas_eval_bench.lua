@@ -11,9 +11,10 @@
 -- overhead (process start, JAX import, input loading, the check processes,
 -- the engine itself).
 local fs = require "mk.fs"
-local task_lib = require "mk.task"
-local pallas = require "mk.targets.pallas"
-local eval = require "mk.eval"
+local task_lib = require "mk.services.task"
+local targets = require "mk.search.targets"
+local pallas = targets.get("pallas")
+local eval = require "mk.search.eval"
 
 local pool = tonumber(arg and arg[1]) or 1
 local rounds = tonumber(arg and arg[2]) or 2
@@ -28,7 +29,7 @@ pallas.on_result = function(sub, r)
   if sub == "run" then own = own + (r.compile_s or 0) + (r.calls_s or 0) end
 end
 
-local task = assert(require("mk.targets").load_task(TASK))
+local task = assert(targets.load_task(TASK))
 task.seeds, task.heldout_seeds = { 0 }, {}
 local tests = fs.tmpdir("mk-pallas-bench-tests")
 local prep = eval.new(task, { tests_dir = tests .. "/t" })

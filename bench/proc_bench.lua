@@ -3,8 +3,8 @@
 -- test, bench), so this cost times that count is what the engine adds.
 --   build/mkengine script bench/proc_bench.lua [N]
 local proc = require "mk.proc"
-local sandbox = require "mk.sandbox"
-local task = require "mk.task"
+local sandbox = require "mk.services.sandbox"
+local task = require "mk.services.task"
 local fs = require "mk.fs"
 
 local n = math.tointeger(tonumber(arg and arg[1]) or 200)
@@ -45,7 +45,7 @@ measure("proc.run true, timeout + limits", n, function()
 end)
 if sandbox.available() then
   measure("proc.run true, sandbox (bubblewrap)", n // 4, function()
-    local r = proc.run { argv = { "true" }, sandbox = { workdir = work } }
+    local r = proc.run(sandbox.apply { argv = { "true" }, sandbox = { workdir = work } })
     assert(r.code == 0, r.stderr)
   end)
 else

@@ -2,9 +2,9 @@
 -- run with N nodes (default 5000), and the page size.
 -- Run: build/mkengine script bench/report_bench.lua [N]
 local fs = require "mk.fs"
-local task = require "mk.task"
+local task = require "mk.services.task"
 local fakerun = dofile("tests/lua/lib/fakerun.lua")
-local report = require "mk.report"
+local report = require "mk.study.report"
 
 local n = tonumber(arg[1]) or 5000
 local dir = fs.tmpdir("mk-report-bench-")

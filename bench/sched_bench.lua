@@ -1,7 +1,7 @@
 -- Scheduler benchmark: cost of spawn+finish, and 10,000 tasks each
 -- sleeping 1 s (wall time and peak RSS of the whole engine process).
 -- Run: build/mkengine script bench/sched_bench.lua [N]
-local task = require "mk.task"
+local task = require "mk.services.task"
 
 local function peak_rss_mb()
   local f = io.open("/proc/self/status")

@@ -100,13 +100,19 @@ static int home_path(lua_State *L) {
 }
 
 int luaopen_mk_home(lua_State *L) {
-  lua_createtable(L, 0, 3);
+  lua_createtable(L, 0, 4);
   lua_pushstring(L, mk_home(L));
   lua_setfield(L, -2, "home");
   lua_pushliteral(L, MK_VERSION);
   lua_setfield(L, -2, "version");
   lua_pushcfunction(L, home_path);
   lua_setfield(L, -2, "path");
+  char exe[4096];
+  size_t n = sizeof exe;
+  if (uv_exepath(exe, &n) == 0) { /* the running mkengine: local workers start it */
+    lua_pushlstring(L, exe, n);
+    lua_setfield(L, -2, "exe");
+  }
   return 1;
 }
 
@@ -141,12 +147,12 @@ mk_runtime *mk_runtime_new(void) {
   lua_setfield(L, -3, "path");
   lua_pop(L, 2);
   mk_sched_init(rt);
-  /* mk.task wraps coroutine.resume/wrap so engine waits pass through user
+  /* mk.services.task wraps coroutine.resume/wrap so engine waits pass through user
    * coroutines: load it before any user code runs */
   lua_getglobal(L, "require");
-  lua_pushliteral(L, "mk.task");
+  lua_pushliteral(L, "mk.services.task");
   if (mk_pcall(L, 1, 0) != LUA_OK) {
-    fprintf(stderr, "mkengine: cannot load mk.task from %s/lua: %s\n", rt->home, lua_tostring(L, -1));
+    fprintf(stderr, "mkengine: cannot load mk.services.task from %s/lua: %s\n", rt->home, lua_tostring(L, -1));
     lua_pop(L, 1);
   }
   return rt;

@@ -1,6 +1,6 @@
 -- Scheduler demo: many tasks waiting at once, a timeout and a semaphore.
 -- Run: build/mkengine script examples/scheduler_demo.lua
-local task = require "mk.task"
+local task = require "mk.services.task"
 
 local t0 = task.now()
 local sem = task.semaphore(4) -- at most 4 "device runs" at once

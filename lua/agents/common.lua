@@ -1,7 +1,8 @@
 --- Shared pieces of the sub-agents: the variables every prompt gets, chat
 --- through the run's model, code extraction and knowledge retrieval.
-local template = require "mk.template"
-local personas = require "agents.targets"
+local template = require "mk.services.template"
+local targets = require "mk.search.targets"
+local home = require "mk.home"
 
 local common = {}
 
@@ -20,7 +21,7 @@ end
 --- The variables every prompt template can use.
 function common.vars(ctx, agent)
   local task = ctx.task
-  local p = personas[task.target] or personas.c
+  local p = targets.persona(task.target)
   local root = ctx.graph:root()
   return {
     agent = agent,
@@ -38,20 +39,30 @@ function common.vars(ctx, agent)
   }
 end
 
+--- The prompt file lua/agents/prompts/<name>.txt.
+---@param name string
+---@return string
+function common.prompt(name)
+  return template.load(home.path("lua/agents/prompts/" .. name .. ".txt"))
+end
+
 --- Render the system prompt and a user prompt template for agent.
 function common.render(ctx, agent, name, extra)
   local vars = common.vars(ctx, agent)
   for k, v in pairs(extra or {}) do vars[k] = v end
-  return template.render(template.load("system"), vars), template.render(template.load(name), vars)
+  return template.render(common.prompt("system"), vars), template.render(common.prompt(name), vars)
 end
 
 --- Passages from the knowledge base for a query, formatted for a prompt,
 --- plus the list of what was used (recorded with the node).
 function common.knowledge(ctx, query)
   if ctx.opts.kb == false then return nil, {} end
-  local retrieve = require "mk.retrieve"
+  local retrieve = require "mk.services.retrieve"
+  -- the target's own notes (a target from outside the engine's tree too)
+  local extra = { table.unpack(ctx.opts.kb_dirs or {}) }
+  extra[#extra + 1] = targets.kb_dir(ctx.task.target)
   local passages = retrieve.passages(query, { k = ctx.opts.kb_k or 3, max_chars = ctx.opts.kb_chars or 2500,
-    extra_dirs = ctx.opts.kb_dirs, target = ctx.task.target })
+    extra_dirs = extra, target = ctx.task.target })
   if not passages or #passages == 0 then return nil, {} end
   return retrieve.format(passages), retrieve.refs(passages)
 end

@@ -9,7 +9,8 @@ function M.run(ctx, a)
   local raw = a.profile and (a.profile.text or "") or ""
   if raw == "" then return { text = "" } end
   local system, user = common.render(ctx, "profile", "profile", {
-    code = a.code or "", metrics = a.metrics or "", profile = raw,
+    code = a.code or "", profile = raw,
+    metrics = type(a.metrics) == "table" and common.metrics_line(a.metrics) or a.metrics or "",
   })
   local text, tr = common.ask(ctx, "profile", system, user, a.key .. "/profile", { temperature = 0.2 })
   if not text then return { text = raw } end

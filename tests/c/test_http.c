@@ -1,4 +1,4 @@
-/* test_http.c: runs the Lua suites of mk.http and mk.llm inside an engine
+/* test_http.c: runs the Lua suites of mk.http and mk.services.llm inside an engine
  * made here, so that the C test build (and its AddressSanitizer + UBSan
  * variant, which skips Lua tests) exercises engine/http.c: curl callbacks,
  * line buffering, cancellation, shutdown with handles open, and two engines

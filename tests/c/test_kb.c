@@ -210,7 +210,7 @@ int main(void) {
       "assert(not pcall(ix.search, ix, 'x'))\n"
       "assert(tostring(ix):find('closed'))\n");
   run(L, "corpus/block_shape_rule_query_finds_the_rule_first",
-      "local ix = assert(kb.open{dirs = {HOME .. '/kb'}, skip = {'learned'}})\n"
+      "local ix = assert(kb.open{dirs = {HOME .. '/kb', HOME .. '/targets/pallas/kb'}, skip = {'learned'}})\n"
       "local r = ix:search('block shape must be divisible by 8 and 128', 3)\n"
       "assert(r[1], 'no results')\n"
       "assert(r[1].text:find('128', 1, true) and r[1].text:find('divisible', 1, true), 'first: ' .. r[1].title)\n"

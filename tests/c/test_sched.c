@@ -78,7 +78,7 @@ static int run(const char *src) {
 }
 
 int main(void) {
-  int code = run("local task = require 'mk.task'\n"
+  int code = run("local task = require 'mk.services.task'\n"
                  "local hs = {}\n"
                  "for i = 1, 100 do hs[i] = task.spawn(double_later, i, 100 - i) end\n"
                  "local r = task.gather(hs)\n"
@@ -88,7 +88,7 @@ int main(void) {
   CHECK(mk_op_live() == 0 && frees == 100, "every op is freed exactly once after completion");
 
   cancels = frees = 0;
-  code = run("local task = require 'mk.task'\n"
+  code = run("local task = require 'mk.services.task'\n"
              "local h = task.spawn(double_later, 1, 10000)\n"
              "task.sleep(0.01)\n"
              "h:cancel()\n"

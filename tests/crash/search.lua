@@ -1,12 +1,12 @@
--- A synthetic keyed search on mk.graph + mk.rundir, run (and killed) by
+-- A synthetic keyed search on mk.search.graph + mk.search.rundir, run (and killed) by
 -- tests/lua/crash_test.lua: mkengine script tests/crash/search.lua RUN N
 -- Creates RUN or resumes it, then runs the whole search from the start;
 -- every step is "look up by key, else compute (sleep) and add", the way the
 -- runner wraps strategy steps, so a resumed run recomputes nothing that was
 -- committed. Prints "committed KEY ID OID" after each add returns.
 local fs = require "mk.fs"
-local rundir = require "mk.rundir"
-local task = require "mk.task"
+local rundir = require "mk.search.rundir"
+local task = require "mk.services.task"
 
 local dir, total = arg[1], math.tointeger(tonumber(arg[2] or "200"))
 io.stdout:setvbuf("line")

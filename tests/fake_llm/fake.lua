@@ -1,7 +1,7 @@
 --- Start and stop the loopback fake LLM server (tests/fake_llm/server.py)
 --- from a Lua test or benchmark. The server watches this process and exits
 --- with it, so a crashed test never leaves it running.
-local task = require "mk.task"
+local task = require "mk.services.task"
 local fs = require "mk.fs"
 
 local M = { key = "sk-test-fake-123" }

@@ -5,10 +5,10 @@
 -- the model.
 local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
-local targets = require "mk.targets"
-local graph_lib = require "mk.graph"
-local context = require "mk.context"
-local template = require "mk.template"
+local targets = require "mk.search.targets"
+local graph_lib = require "mk.search.graph"
+local context = require "mk.search.context"
+local template = require "mk.services.template"
 local common = require "agents.common"
 
 local task = assert(targets.load_task("tests/tasks/rmsnorm_small"))
@@ -26,7 +26,7 @@ end
 local function ctx_with(client, opts)
   local dir = fs.tmpdir("mk-agents")
   local g = assert(graph_lib.open(dir .. "/graph.git", { create = true }))
-  local ctx = context.new { task = task, graph = g, llm = client, opts = opts or {}, seed = 1,
+  local ctx = context.new { task = task, graph = g, llm = client, opts = opts or {}, seed = 1, agents = require "agents",
     eval = { evaluate = function() return { status = "ok", latency_s = 0.001, speedup = 2 } end } }
   ctx:step("root", function()
     return { parents = {}, kind = "reference", status = "ok", files = { ["kernel.c"] = task.reference },
@@ -151,7 +151,9 @@ t.test("tune and profile prompts hold the code, metrics and profile text", funct
 end)
 
 t.test("every prompt file renders without unknown placeholders for both targets", function()
-  local personas = require "agents.targets"
+  local personas = {}
+  for _, name in ipairs(targets.list()) do personas[name] = targets.persona(name) end
+  t.ok(personas.c and personas.pallas, "both shipped targets have a persona")
   for name, p in pairs(personas) do
     for _, field in ipairs({ "target_desc", "lang", "rules", "tune_syntax" }) do
       t.ok(p[field], name .. " lacks " .. field)
@@ -160,7 +162,7 @@ t.test("every prompt file renders without unknown placeholders for both targets"
   local vars = setmetatable({}, { __index = function() return "x" end })
   for _, f in ipairs(fs.list(require("mk.home").path("lua/agents/prompts"))) do
     local name = f:match("^(.+)%.txt$")
-    if name then t.ok(#template.render(template.load(name), vars) > 20, name) end
+    if name then t.ok(#template.render(require("agents.common").prompt(name), vars) > 20, name) end
   end
   t.raises(function() template.render("{{nope}}", {}) end, "no value for {{nope}}")
 end)

@@ -1,12 +1,12 @@
--- mk.bench with an injected runner (no LLM, no compiler): suite discovery,
+-- mk.study.bench with an injected runner (no LLM, no compiler): suite discovery,
 -- K repeats with distinct seeds, bounded concurrency, results.json with
 -- hand-checkable metrics, resume of finished / interrupted / missing runs,
--- failing runs. The last test runs the real runner when it exists.
+-- failing runs. The last test runs the real runner.
 local t = dofile("tests/lua/lib/t.lua")
 local cjson = require "cjson"
 local fs = require "mk.fs"
-local task = require "mk.task"
-local bench = require "mk.bench"
+local task = require "mk.services.task"
+local bench = require "mk.study.bench"
 
 local tmp = fs.tmpdir("mk-bench-test-")
 
@@ -192,11 +192,8 @@ t.test("bad arguments raise and a bad suite returns bad_suite", function()
 end)
 
 t.test("the real runner benches 3 tasks of the cpu suite with the scripted model", function()
-  local ok, runner = pcall(require, "mk.runner")
-  if not ok or type(runner) ~= "table" or not runner.run then t.skip("mk.runner is not on this branch yet") end
-  if not pcall(require, "mk.targets") then t.skip("mk.targets (the C target) is not on this branch yet") end
-  local ts = bench.tasks("examples/suites/cpu")
-  if not ts or #ts < 3 then t.skip("examples/suites/cpu is not on this branch yet") end
+  local ts = assert(bench.tasks("examples/suites/cpu"))
+  t.ok(#ts >= 3, "the cpu suite has at least 3 tasks")
   local names = { ts[1].name, ts[2].name, ts[3].name }
   -- a small parallel search (2 trajectories x 2 iterations, no tuning) keeps this under a few minutes
   local res = assert(bench.run { suite = "examples/suites/cpu", strategy = "parallel", repeats = 1, tasks = names,
@@ -209,7 +206,7 @@ t.test("the real runner benches 3 tasks of the cpu suite with the scripted model
     t.ok(fs.exists(tmp .. "/real/" .. r.task .. "/r1/summary.json"), r.task)
     t.ok(r.cost.input_tokens > 0, "tokens counted for " .. r.task)
   end
-  local report = require "mk.report"
+  local report = require "mk.study.report"
   local html = report.html(assert(report.load(tmp .. "/real")))
   local _, trees = html:gsub('<svg class="tree"', "")
   t.eq(trees, 3)

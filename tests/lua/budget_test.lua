@@ -1,6 +1,6 @@
--- mk.budget: parsing --budget, what is left, when it is exhausted.
+-- mk.search.budget: parsing --budget, what is left, when it is exhausted.
 local t = dofile("tests/lua/lib/t.lua")
-local budget = require "mk.budget"
+local budget = require "mk.search.budget"
 
 t.test("parse reads every limit with k/M suffixes and time units", function()
   local b = assert(budget.parse("tokens=500k,usd=2.5,device_s=10m,wall_s=1h"))

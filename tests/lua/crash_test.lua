@@ -1,12 +1,12 @@
--- Crash safety of mk.graph + mk.rundir: a synthetic keyed search
+-- Crash safety of mk.search.graph + mk.search.rundir: a synthetic keyed search
 -- (tests/crash/search.lua) is killed with SIGKILL at 20 random moments and
 -- resumed each time; then it runs to the end. No node committed before a
 -- kill may be lost, changed or duplicated; keys stay unique; `git fsck` is
 -- clean; the index, refs, best and events agree.
 local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
-local task = require "mk.task"
-local graph = require "mk.graph"
+local task = require "mk.services.task"
+local graph = require "mk.search.graph"
 local json = require "cjson"
 
 local MK = (os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine"
@@ -14,12 +14,7 @@ local SCRIPT = "tests/crash/search.lua"
 local N = 3000
 local KILLS = 20
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
-  local out = p:read("a")
-  p:close()
-  return tonumber(out:match("rc=(%d+)%s*$")), (out:gsub("rc=%d+%s*$", ""))
-end
+local sh = t.sh
 
 -- the engine holding the run's lock is gone once the lock can be taken
 local function wait_released(dir)

@@ -5,9 +5,9 @@ local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
 local proc = require "mk.proc"
 local cjson = require "cjson"
-local targets = require "mk.targets"
-local c = require "mk.targets.c"
-local eval = require "mk.eval"
+local targets = require "mk.search.targets"
+local c = require("mk.search.targets").get("c")
+local eval = require "mk.search.eval"
 
 local RMS = "examples/tasks/c/rmsnorm"
 
@@ -119,14 +119,14 @@ t.test("freeze is idempotent and detects a tampered expected file", function()
 end)
 
 t.test("the expected outputs are not visible inside the candidate's sandbox", function()
-  local sandbox = require "mk.sandbox"
+  local sandbox = require "mk.services.sandbox"
   if not sandbox.available() then return t.skip("bubblewrap unavailable") end
   local task = assert(targets.load_task(RMS))
   local d = tmp()
   t.eq(c.freeze(task, d .. "/tests", { bench_sizes = { rows = 16, cols = 24 }, llc_bytes = 1 << 16 }).status, "ok")
   fs.mkdirs(d .. "/w")
-  local r = proc.run { argv = { "/bin/sh", "-c", "ls " .. d .. "/tests/expected; ls " .. d .. "/tests/inputs | head -1" },
-    sandbox = { workdir = d .. "/w", ro = { d .. "/tests/inputs" } } }
+  local r = proc.run(sandbox.apply { argv = { "/bin/sh", "-c", "ls " .. d .. "/tests/expected; ls " .. d ..
+    "/tests/inputs | head -1" }, sandbox = { workdir = d .. "/w", ro = { d .. "/tests/inputs" } } })
   t.contains(r.stderr, "No such file")
   t.contains(r.stdout, "bench_")
   fs.rm_rf(d)
@@ -161,7 +161,7 @@ t.test("evaluate reports statuses, speedup and a profile with achieved rates and
 end)
 
 t.test("concurrent evaluations compile in parallel but never overlap a benchmark with anything", function()
-  local task_lib = require "mk.task"
+  local task_lib = require "mk.services.task"
   local ev = eval.new(RMS, { bench_sizes = { rows = 64, cols = 96 }, threads = 1, llc_bytes = 1 << 16, jobs = 2,
     bench = { min_time = 0.02 } })
   ev:freeze()

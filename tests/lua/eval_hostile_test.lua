@@ -3,7 +3,7 @@
 -- appears outside the candidate's directory, the frozen tests stay intact.
 local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
-local eval = require "mk.eval"
+local eval = require "mk.search.eval"
 
 local DIR = "tests/hostile"
 local evs = {}

@@ -1,9 +1,9 @@
--- Behaviour of mk.graph: nodes as commits, keyed adds for resume, best
+-- Behaviour of mk.search.graph: nodes as commits, keyed adds for resume, best
 -- tracking, reloading, and repair of everything a kill can leave behind.
 local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
 local git = require "mk.git"
-local graph = require "mk.graph"
+local graph = require "mk.search.graph"
 
 local function ids(list)
   local out = {}

@@ -2,7 +2,7 @@
 local t = dofile("tests/lua/lib/t.lua")
 local fake = dofile("tests/fake_llm/fake.lua")
 local http = require "mk.http"
-local task = require "mk.task"
+local task = require "mk.services.task"
 local cjson = require "cjson"
 
 local srv = fake.start()
@@ -187,7 +187,7 @@ t.test("an idle kept-alive connection does not keep a finished engine waiting", 
   fs.write(dir .. "/idle.lua", string.format([[
 local http = require "mk.http"
 assert(http.request { url = %q }.status == 200)
-require("mk.task").queue():get() -- nothing will ever put: the engine must say so, not hang
+require("mk.services.task").queue():get() -- nothing will ever put: the engine must say so, not hang
 ]], srv.url .. "/_stats"))
   local exe = (os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine"
   local p = io.popen(string.format("timeout 20 %q script %q 2>&1; echo rc=$?", exe, dir .. "/idle.lua"))
@@ -226,6 +226,40 @@ t.test("open/next_lines/wait give the same stream without a callback", function(
   t.ok(n >= 16)
   t.raises(function() req:wait() end, "closed")
   t.ok(settled())
+end)
+
+-- peak resident memory of this process (kB), from the kernel
+local function hwm_kb()
+  return tonumber((require("mk.fs").read("/proc/self/status") or ""):match("VmHWM:%s*(%d+)"))
+end
+
+t.test("a 1 GiB reply without Content-Length stops at max_response_bytes as bad_response, memory returned", function()
+  local before = hwm_kb()
+  local r, err = http.request(post("fault-huge", false, { max_response_bytes = 8 << 20 }))
+  t.eq(r, nil)
+  t.eq(err.kind, "bad_response")
+  t.contains(err.message, "max_response_bytes")
+  t.ok(settled())
+  -- never held much more than the cap (the body alone would be 1 GiB)
+  t.ok(hwm_kb() - before < 128 * 1024, "peak RSS grew by " .. (hwm_kb() - before) .. " kB")
+end)
+
+t.test("a streamed 1 GiB reply stops at max_response_bytes too, lines included", function()
+  local before = hwm_kb()
+  local n = 0
+  local r, err = http.request(post("fault-huge", true, { max_response_bytes = 8 << 20,
+    on_line = function() n = n + 1 end }))
+  t.eq(r, nil)
+  t.eq(err.kind, "bad_response")
+  t.ok(n < 200, "lines seen: " .. n) -- not the 16k lines of the whole body
+  t.ok(settled())
+  t.ok(hwm_kb() - before < 128 * 1024, "peak RSS grew by " .. (hwm_kb() - before) .. " kB")
+end)
+
+t.test("max_response_bytes lets a reply under the cap through", function()
+  local r = assert(http.request(post("ok", false, { max_response_bytes = 4096, text = "small" })))
+  t.eq(r.status, 200)
+  t.contains(r.body, "echo: small")
 end)
 
 local code = t.run()

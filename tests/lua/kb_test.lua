@@ -4,7 +4,7 @@
 local t = dofile("tests/lua/lib/t.lua")
 local kb = require "mk.kb"
 local fs = require "mk.fs"
-local retrieve = require "mk.retrieve"
+local retrieve = require "mk.services.retrieve"
 
 -- Known answers are about the shipped corpus: leave out what local runs
 -- may have learned into kb/learned/.
@@ -185,7 +185,7 @@ t.test("format shows numbered titles, file names and texts; refs keep what was u
   t.eq(retrieve.format({}), "")
   local refs = retrieve.refs(ps)
   t.eq(#refs, #ps)
-  t.eq(refs[1].file, "kb/pallas-pipelining.md")
+  t.eq(refs[1].file, "targets/pallas/kb/pallas-pipelining.md")
   t.eq(refs[1].title, ps[1].title)
   t.eq(refs[1].text, nil)
 end)
@@ -301,7 +301,7 @@ t.test("learn falls back to $XDG_DATA_HOME/mkengine/learned when kb/learned cann
   assert(fs.write(root .. "/home/kb/note.md", "# Note\nsome shipped text\n"))
   assert(fs.write(root .. "/home/kb/learned", "a file where the directory should be"))
   assert(fs.write(root .. "/s.lua", [[
-    local retrieve = require "mk.retrieve"
+    local retrieve = require "mk.services.retrieve"
     local files = assert(retrieve.learn { task = "t1", target = "c", plan_summary = "grault blocking", status = "ok" })
     print(files[1])
     print(retrieve.passages("grault")[1].name)
@@ -322,7 +322,7 @@ t.test("mkengine kb search: -k, --json, --only --kb, no match, usage errors", fu
   t.eq(code, 0, out)
   local list = require("cjson").decode(out)
   t.eq(#list, 1)
-  t.eq(list[1].file, "kb/tpu-vmem-budget.md")
+  t.eq(list[1].file, "targets/pallas/kb/tpu-vmem-budget.md")
   local dir = fs.tmpdir("mk-kb-cli")
   assert(fs.write(dir .. "/n.md", "# Note\nplugh xyzzy\n"))
   out, code = run("kb search plugh --only --kb " .. dir)

@@ -1,6 +1,6 @@
--- mk.metrics against hand-computed values.
+-- mk.study.metrics against hand-computed values.
 local t = dofile("tests/lua/lib/t.lua")
-local metrics = require "mk.metrics"
+local metrics = require "mk.study.metrics"
 
 local function row(correct, speedup, compiled)
   return { correct = correct, speedup = speedup, compiled = compiled == nil and correct or compiled }

@@ -1,11 +1,11 @@
--- Target `pallas` (lua/mk/targets/pallas.lua + targets/pallas/harness.py),
+-- Target `pallas` (targets/pallas/target.lua + targets/pallas/harness.py),
 -- on real JAX: the harness runs under the engine's default interpreter
 -- (.venv/bin/python from scripts/setup.sh, or $MK_PYTHON). JAX missing
 -- there is a failure, not a skip. On a CPU the Pallas kernels run in TPU
 -- interpret mode (statuses asserted; speeds asserted on a TPU only).
 local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
-local pallas = require "mk.targets.pallas"
+local pallas = require("mk.search.targets").get("pallas")
 
 local SUITE = "examples/suites/pallas"
 local TINY = "tests/python/tasks/tiny_rmsnorm"
@@ -216,12 +216,12 @@ t.test("freeze, compile, test, bench, profile, baseline end to end (real JAX)", 
   fs.rm_rf(d)
 end)
 
-t.test("mk.eval evaluates a Pallas candidate: autotune keeps the correct configuration, held-out passes", function()
+t.test("mk.search.eval evaluates a Pallas candidate: autotune keeps the correct configuration, held-out passes", function()
   local ok, why = e2e_setup()
   t.ok(ok, why)
-  local task = assert(require("mk.targets").load_task(TINY))
+  local task = assert(require("mk.search.targets").load_task(TINY))
   t.eq(task.target, "pallas")
-  local ev = require("mk.eval").new(task, { jobs = 2, bench = { min_reps = 3, max_reps = 5, warmup = 1 } })
+  local ev = require("mk.search.eval").new(task, { jobs = 2, bench = { min_reps = 3, max_reps = 5, warmup = 1 } })
   local src = read(CANDS .. "/tunable_ok.py")
   local r = ev:evaluate(src, { profile = true })
   t.eq(r.status, "ok", r.message)
@@ -240,7 +240,7 @@ end)
 t.test("with opts.sandbox a candidate runs under bubblewrap without the expected outputs", function()
   local ok, why = e2e_setup()
   t.ok(ok, why)
-  local sb = require "mk.sandbox"
+  local sb = require "mk.services.sandbox"
   if not sb.available() then e2e_teardown(); return t.skip("bubblewrap cannot run here") end
   local task = assert(pallas.load(TINY))
   task.seeds, task.heldout_seeds = { 0 }, {}
@@ -256,23 +256,23 @@ t.test("with opts.sandbox a candidate runs under bubblewrap without the expected
   t.eq(bb.status, "ok", bb.message)
   -- A probe through the same sandbox: the inputs are visible, expected/ is not.
   local proc = require "mk.proc"
-  local res = proc.run { argv = { "/bin/sh", "-c", "ls " .. tests .. "/inputs >/dev/null && ls " .. tests .. "/expected" },
-    sandbox = { workdir = d .. "/good", ro = { tests .. "/inputs" } } }
+  local res = proc.run(sb.apply { argv = { "/bin/sh", "-c", "ls " .. tests .. "/inputs >/dev/null && ls " .. tests ..
+    "/expected" }, sandbox = { workdir = d .. "/good", ro = { tests .. "/inputs" } } })
   t.ok(res.code ~= 0, "expected/ must not be visible in the sandbox")
   pallas.sandbox_ro = {}
   e2e_teardown()
   fs.rm_rf(d)
 end)
 
-t.test("bank kernels through mk.eval in TPU interpret mode: verdicts, race and lowering messages, interpret timing", function()
+t.test("bank kernels through mk.search.eval in TPU interpret mode: verdicts, race and lowering messages, interpret timing", function()
   local ok, why = e2e_setup()
   t.ok(ok, why)
-  local task = assert(require("mk.targets").load_task("examples/tasks/pallas/rmsnorm"))
+  local task = assert(require("mk.search.targets").load_task("examples/tasks/pallas/rmsnorm"))
   -- Every bank kernel's status is checked in-process by the Python tests
   -- (TestSuiteBanks); here one of each kind goes the whole way through
-  -- mk.eval: separate run and check processes, the pool, the sandbox.
+  -- mk.search.eval: separate run and check processes, the pool, the sandbox.
   task.seeds, task.heldout_seeds = { 0 }, {}
-  local ev = require("mk.eval").new(task, { jobs = 1, bench = { min_reps = 5, max_reps = 20, warmup = 2 } })
+  local ev = require("mk.search.eval").new(task, { jobs = 1, bench = { min_reps = 5, max_reps = 20, warmup = 2 } })
   local bank = dofile("examples/tasks/pallas/rmsnorm/scripted/bank.lua")
   for _, id in ipairs { "pallas_rows", "pallas_block5", "pallas_dma_race", "pallas_wrong_eps" } do
     local k = bank.kernels[id]

@@ -1,8 +1,8 @@
--- mk.progress: the status line on a terminal, plain output elsewhere,
+-- mk.services.progress: the status line on a terminal, plain output elsewhere,
 -- --quiet and --json.
 local t = dofile("tests/lua/lib/t.lua")
 local cjson = require "cjson"
-local progress = require "mk.progress"
+local progress = require "mk.services.progress"
 
 local function sink()
   local s = { buf = {} }
@@ -89,7 +89,7 @@ t.test("quiet writes nothing; json writes each event as one JSON line", function
 end)
 
 t.test("tick redraws the line periodically on a terminal until finish", function()
-  local task = require "mk.task"
+  local task = require "mk.services.task"
   local s = sink()
   local p = progress.new { tty = true, stream = s, interval = 0 }
   p:tick(0.01)

@@ -5,7 +5,7 @@
 local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
 local proc = require "mk.proc"
-local task = require "mk.task"
+local task = require "mk.services.task"
 local cjson = require "cjson"
 
 local MK = fs.realpath((os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine")
@@ -167,7 +167,7 @@ t.test("a run killed with SIGKILL resumes without recomputing or losing nodes", 
   t.eq(s.status == "done" or s.status == "no_correct_kernel", true)
   -- keys are unique: nothing recomputed twice
   local keys = {}
-  local g = require("mk.graph").open(dir .. "/graph.git", { readonly = true })
+  local g = require("mk.search.graph").open(dir .. "/graph.git", { readonly = true })
   for _, n in ipairs(g:nodes()) do
     t.ok(not keys[n.key], "duplicate key " .. tostring(n.key))
     keys[n.key] = true

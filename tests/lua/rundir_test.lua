@@ -1,19 +1,14 @@
--- Behaviour of mk.rundir and the show/tree/diff/resume commands: layout,
+-- Behaviour of mk.search.rundir and the show/tree/diff/resume commands: layout,
 -- events, summary, best/ checkout, locking, validation of bad run dirs
 -- (clear message, exit 2, nothing modified).
 local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
-local rundir = require "mk.rundir"
+local rundir = require "mk.search.rundir"
 local json = require "cjson"
 
 local MK = (os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine"
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
-  local out = p:read("a")
-  p:close()
-  return tonumber(out:match("rc=(%d+)%s*$")), (out:gsub("rc=%d+%s*$", ""))
-end
+local sh = t.sh
 
 local function lines_of(path)
   local out = {}

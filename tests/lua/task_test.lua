@@ -1,7 +1,7 @@
--- Behaviour of mk.task: spawn/await/gather, errors, cancellation, timeouts,
+-- Behaviour of mk.services.task: spawn/await/gather, errors, cancellation, timeouts,
 -- semaphores, queues, user coroutines around engine calls, misuse.
 local t = dofile("tests/lua/lib/t.lua")
-local task = require "mk.task"
+local task = require "mk.services.task"
 
 local MK = (os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine"
 
@@ -315,7 +315,7 @@ end)
 
 t.test("engine exits 1 and names file:line for an error in an unawaited task", function()
   local code, out = run_snippet([[
-local task = require "mk.task"
+local task = require "mk.services.task"
 task.spawn(function() task.sleep(0.001) error("lost child") end)
 task.sleep(0.02)
 return 0]])
@@ -324,7 +324,7 @@ return 0]])
 end)
 
 t.test("engine reports a deadlock instead of hanging", function()
-  local code, out = run_snippet([[return require("mk.task").queue():get()]])
+  local code, out = run_snippet([[return require("mk.services.task").queue():get()]])
   t.eq(code, 1)
   t.contains(out, "deadlock")
 end)
@@ -341,7 +341,7 @@ end)
 
 t.test("main returning leaves no task running: pending tasks are cancelled", function()
   local code, out = run_snippet([[
-local task = require "mk.task"
+local task = require "mk.services.task"
 task.spawn(function() task.sleep(100) print("should not print") end)
 task.sleep(0.01)
 print("main done")

@@ -2,7 +2,7 @@
 --- mkengine kb stats [--kb DIR]... [--only]
 --- Search the knowledge base the agents retrieve from, as they would.
 local cli = require "mk.cli"
-local retrieve = require "mk.retrieve"
+local retrieve = require "mk.services.retrieve"
 
 local M = {
   summary = "search the knowledge base (kb/, kb/learned/, extra dirs) with BM25",

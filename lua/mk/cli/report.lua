@@ -24,7 +24,7 @@ function M.run(args)
   if #pos > 1 then cli.usage_error("unexpected argument '" .. pos[2] .. "'", M.usage) end
   local fs = require "mk.fs"
   local out = opts.out or (fs.isdir(path) and (path:gsub("/+$", "") .. "/report.html")) or "report.html"
-  local report = require "mk.report"
+  local report = require "mk.study.report"
   local ok, data = report.write(path, out)
   if not ok then cli.input_error(data.message) end
   if opts.json then

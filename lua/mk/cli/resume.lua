@@ -3,11 +3,11 @@
 --- recomputed; the run then finishes as if it had not stopped.
 local cli = require "mk.cli"
 local fs = require "mk.fs"
-local rundir = require "mk.rundir"
+local rundir = require "mk.search.rundir"
 
 local M = {
   summary = "continue a stopped run from its run directory",
-  usage = "usage: mkengine resume RUN [--quiet] [--json]",
+  usage = "usage: mkengine resume RUN [--quiet] [--json] [--debug]",
   help = [[
 RUN is a run directory made by 'mkengine run'. The strategy is re-run with
 the options stored in RUN/run.json; every step that was committed before the
@@ -16,7 +16,7 @@ engine can work on a run: a second 'resume' of the same run exits with 2.]],
 }
 
 function M.run(args)
-  local opts, pos = cli.parse(args, { flags = { quiet = true, json = true } }, M.usage)
+  local opts, pos = cli.parse(args, { flags = { quiet = true, json = true, debug = true } }, M.usage)
   if #pos ~= 1 then cli.usage_error("expected exactly one RUN directory", M.usage) end
   local dir = pos[1]:gsub("/+$", "")
   local _, err = rundir.validate(dir)
@@ -27,12 +27,8 @@ function M.run(args)
     if lock then lock:unlock() end
   end
   if err then cli.input_error(err.message) end
-  local found = package.searchpath("mk.runner", package.path)
-  if not found then
-    io.stderr:write("mkengine resume: this build has no runner (lua/mk/runner.lua), so runs cannot be resumed yet\n")
-    return 1
-  end
-  local summary, rerr = require("mk.runner").resume(dir, opts)
+  opts.agents = require "agents"
+  local summary, rerr = require("mk.search.runner").resume(dir, opts)
   if not summary then
     if type(rerr) == "table" and (rerr.kind == "locked" or rerr.kind == "not_a_run" or rerr.kind == "corrupt") then
       cli.input_error(rerr.message)

@@ -1,27 +1,28 @@
---- mkengine sweep FILE.lua: run a sweep script (mk.run / mk.bench / mk.map
+--- mkengine sweep FILE.lua: run a sweep script (mk.run / mk.study.bench / mk.map
 --- / mk.grid available as the table `mk`) and write one results table.
 local cli = require "mk.cli"
 
 local M = {
   summary = "run a Lua sweep script (grids of runs/benches) and write one results table",
-  usage = "usage: mkengine sweep FILE.lua [--out DIR] [--model M] [--llm-config FILE] [--budget SPEC] [--quiet] [--json] [-- ARGS...]",
+  usage = "usage: mkengine sweep FILE.lua [--out DIR] [--model M] [--llm-config FILE] [--budget SPEC] [--workers FILE] [--quiet] [--json] [-- ARGS...]",
   help = [[
-The script runs with a table `mk` in its environment (docs/api/bench.md):
+The script runs with a table `mk` in its environment (docs/api/sweep.md):
   mk.run{strategy=, task=, set={...}, seed=, model=, budget=, label=} -> summary
-  mk.bench{suite=, strategy=, repeat=, set=, ...}                     -> bench results
+  mk.study.bench{suite=, strategy=, repeat=, set=, ...}                     -> bench results
   mk.map(items, fn, {concurrency=4})  run calls concurrently (shared device slots, LLM cache)
   mk.grid{width={2,3}, depth={2,3}}   cartesian product;  mk.seeds(n[, base])
 Results go to DIR/results.json (default runs/sweep-<time>-<name>/), one
 directory per entry (DIR/<n>-<label>). Running again with the same --out
 reads finished entries back, so an interrupted sweep resumes.
---model, --llm-config and --budget are defaults for every call that does
-not set them. Arguments after -- are the script's `arg`.]],
+--model, --llm-config, --budget and --workers (evaluate on the workers a
+file names, docs/workers.md) are defaults for every call that does not
+set them. Arguments after -- are the script's `arg`.]],
 }
 
 function M.run(args)
   local opts, pos = cli.parse(args, {
     flags = { quiet = true, json = true },
-    options = { out = "string", model = "string", llm_config = "string", budget = "string" },
+    options = { out = "string", model = "string", llm_config = "string", budget = "string", workers = "string" },
     short = { o = "out", q = "quiet" },
   }, M.usage)
   local file = pos[1]
@@ -30,14 +31,14 @@ function M.run(args)
   if not fs.exists(file) or fs.isdir(file) then cli.input_error("cannot open sweep script " .. file) end
   local name = file:match("([^/]+)%.lua$") or "sweep"
   local out = opts.out or string.format("runs/sweep-%s-%s", os.date("%Y%m%d-%H%M%S"), name)
-  local defaults = { model = opts.model, llm_config = opts.llm_config }
+  local defaults = { model = opts.model, llm_config = opts.llm_config, workers = opts.workers }
   if opts.budget then
-    local b, err = require("mk.budget").parse(opts.budget)
+    local b, err = require("mk.search.budget").parse(opts.budget)
     if not b then cli.usage_error(err.message, M.usage) end
     defaults.budget = b
   end
-  local sweep = require "mk.sweep"
-  local prog = require("mk.progress").new { quiet = opts.quiet, json = opts.json, label = "sweep " .. name }
+  local sweep = require "mk.study.sweep"
+  local prog = require("mk.services.progress").new { quiet = opts.quiet, json = opts.json, label = "sweep " .. name }
   prog:tick(1)
   local res, err = sweep.run_file(file, { out = out, defaults = defaults, progress = prog,
     args = table.move(pos, 2, #pos, 1, {}) })

@@ -1,0 +1,376 @@
+--- mk.search.eval: the evaluation service strategies use. One evaluator per task:
+--- it freezes the tests once, measures the baseline once, and evaluates
+--- candidate files (compile → test → autotune → bench → profile) through
+--- the task's target, holding the right slots: compiles run `jobs` at a
+--- time; benchmarks and profiles hold the device exclusively. On the CPU
+--- (target c) compiles and test runs share the device, so a benchmark also
+--- waits for them to finish and keeps them out while it runs.
+local fs = require "mk.fs"
+local task_lib = require "mk.services.task"
+local targets = require "mk.search.targets"
+local util = require "mk.services.util"
+
+local M = {}
+
+-- ------------------------------------------------------------ device locks
+
+-- A readers-writer lock built on one FIFO semaphore of N permits: shared
+-- users take one, an exclusive user takes all N (one exclusive at a time,
+-- through a mutex). FIFO order means shared users arriving after an
+-- exclusive waiter queue behind it, so a benchmark is not starved.
+local N_SHARED = 64
+local locks = {}
+
+local function device_lock(key)
+  local l = locks[key]
+  if not l then
+    l = { sem = task_lib.semaphore(N_SHARED), mutex = task_lib.semaphore(1) }
+    locks[key] = l
+  end
+  return l
+end
+
+local function with_shared(l, fn, ...)
+  l.sem:acquire()
+  local r = table.pack(pcall(fn, ...))
+  l.sem:release()
+  if not r[1] then error(r[2], 0) end
+  return table.unpack(r, 2, r.n)
+end
+
+local function with_exclusive(l, fn, ...)
+  l.mutex:acquire()
+  local got = 0
+  local ok, err = pcall(function()
+    for _ = 1, N_SHARED do l.sem:acquire(); got = got + 1 end
+  end)
+  l.mutex:release()
+  if not ok then
+    for _ = 1, got do l.sem:release() end
+    error(err, 0)
+  end
+  local r = table.pack(pcall(fn, ...))
+  for _ = 1, N_SHARED do l.sem:release() end
+  if not r[1] then error(r[2], 0) end
+  return table.unpack(r, 2, r.n)
+end
+
+-- ------------------------------------------------------------- evaluator
+
+local Evaluator = {}
+Evaluator.__index = Evaluator
+
+--- Create an evaluator for `task` (a table from mk.search.targets.load_task, or a
+--- task directory).
+---@param task table|string
+---@param opts table|nil see docs/api/eval.md (tests_dir, workdir, jobs, timeout, seed, threads, bench, ...)
+function M.new(task, opts)
+  opts = opts or {}
+  if type(task) == "string" then
+    local t, err = targets.load_task(task)
+    if not t then error("eval.new: " .. err.message, 2) end
+    task = t
+  end
+  if type(task) ~= "table" or not task.target then error("eval.new: task must be a loaded task", 2) end
+  local self = setmetatable({}, Evaluator)
+  self.task = task
+  self.target = targets.get(task.target)
+  self.opts = opts
+  if opts.workdir then
+    self.root = opts.workdir
+    fs.mkdirs(self.root)
+  else -- a marked directory: removed on any exit, swept after a SIGKILL
+    local workdir = require "mk.services.workdir"
+    workdir.sweep_once()
+    self.root, self.root_lock = assert(workdir.new("mkeval-" .. task.name))
+  end
+  self.tests_dir = opts.tests_dir or (self.root .. "/tests")
+  self.jobs = task_lib.semaphore(opts.jobs or 2)
+  self.device = device_lock(self.target.device_key or task.target)
+  self.cpu_shared = task.target == "c" -- on the CPU, compiles and tests disturb timings
+  self.seed = opts.seed or 0
+  self.builds = 0
+  self.cache = {}
+  self.pool = opts.pool -- an mk.search.pool: every method below runs on its workers
+  return self
+end
+
+-- Through a worker pool (mk.search.pool): the same method on a worker's own
+-- evaluator for this task, with this evaluator's options.
+function Evaluator:_remote(op, files, opts)
+  local eo = {}
+  for k, v in pairs(self.opts) do
+    if k ~= "pool" and k ~= "tests_dir" and k ~= "workdir" and k ~= "keep" then eo[k] = v end
+  end
+  eo.test_sizes = self.task.test_sizes
+  return self.pool:request(self.task, op, files, opts, eo)
+end
+
+function Evaluator:_shared(fn, ...)
+  if self.cpu_shared then return with_shared(self.device, fn, ...) end
+  return fn(...)
+end
+
+function Evaluator:_exclusive(fn, ...) return with_exclusive(self.device, fn, ...) end
+
+--- Freeze the tests (idempotent; verifies the manifest when it exists).
+function Evaluator:freeze()
+  if self.frozen then return self.frozen end
+  if self.pool then
+    self.frozen = self:_remote("freeze")
+    return self.frozen
+  end
+  local r = self:_exclusive(self.target.freeze, self.task, self.tests_dir,
+    { threads = self.opts.threads, bench_sizes = self.opts.bench_sizes, llc_bytes = self.opts.llc_bytes })
+  if r.status ~= "ok" then error(setmetatable({ kind = "freeze", message = r.message },
+    { __tostring = function(e) return "freeze: " .. e.message end }), 0) end
+  self.frozen = r
+  return r
+end
+
+function Evaluator:_bench_opts(extra)
+  local b = self.opts.bench or {}
+  local o = { tests_dir = self.tests_dir, threads = self.opts.threads, min_time = b.min_time, warmup = b.warmup,
+    min_reps = b.min_reps, max_reps = b.max_reps, timeout = self.opts.timeout and 2 * self.opts.timeout or nil,
+    mem_mb = self.opts.mem_mb }
+  for k, v in pairs(extra or {}) do o[k] = v end
+  return o
+end
+
+--- The reference's benchmark (memoised): {latency_s, spread, ...}.
+function Evaluator:baseline()
+  if self.base then return self.base end
+  if self.pool then
+    self.base = self:_remote("baseline")
+    return self.base
+  end
+  self:freeze()
+  local r = self:_exclusive(self.target.baseline, self.task,
+    self:_bench_opts { workdir = self.root .. "/baseline" })
+  if r.status ~= "ok" then error(setmetatable({ kind = "baseline", message = r.message },
+    { __tostring = function(e) return "baseline: " .. e.message end }), 0) end
+  self.base = r
+  return r
+end
+
+local function files_of(self, files)
+  if type(files) == "string" then return { [self.task.candidate_file] = files } end
+  if type(files) ~= "table" then error("eval: files must be a table {name = source} or a source string", 3) end
+  return files
+end
+
+local function key_of(files, defines)
+  local names = {}
+  for k in pairs(files) do names[#names + 1] = k end
+  table.sort(names)
+  local parts = {}
+  for _, k in ipairs(names) do parts[#parts + 1] = k .. "\0" .. files[k] end
+  local dn = {}
+  for k in pairs(defines or {}) do dn[#dn + 1] = k end
+  table.sort(dn)
+  for _, k in ipairs(dn) do parts[#parts + 1] = "-D" .. k .. "=" .. tostring(defines[k]) end
+  return table.concat(parts, "\1")
+end
+
+function Evaluator:_compile(files, defines)
+  self.builds = self.builds + 1
+  local dir = string.format("%s/builds/%04d", self.root, self.builds)
+  return self.jobs:with(function()
+    return self:_shared(self.target.compile, self.task, files, dir, { defines = defines, timeout = self.opts.compile_timeout })
+  end)
+end
+
+function Evaluator:_test(build, group)
+  return self:_shared(self.target.test, self.task, build, self.tests_dir,
+    { group = group, timeout = self.opts.timeout, threads = self.opts.threads, mem_mb = self.opts.mem_mb })
+end
+
+-- Autotune configurations: the full grid when it fits the budget, else a
+-- seeded sample of it (always including the file's own defaults).
+local function configs_of(tunables, budget, seed)
+  local grid = { {} }
+  for _, t in ipairs(tunables) do
+    local next_grid = {}
+    for _, cfg in ipairs(grid) do
+      for _, v in ipairs(t.values) do
+        local c = {}
+        for k, x in pairs(cfg) do c[k] = x end
+        c[t.name] = v
+        next_grid[#next_grid + 1] = c
+        if #next_grid > 100000 then break end
+      end
+    end
+    grid = next_grid
+  end
+  if #grid <= budget then return grid, #grid end
+  -- seeded Fisher-Yates prefix with a small LCG (independent of math.random state)
+  local state = (seed * 2654435761 + 12345) % 4294967296
+  local function rnd(n)
+    state = (state * 1103515245 + 12345) % 2147483648
+    return state % n + 1
+  end
+  for i = 1, budget do
+    local j = i - 1 + rnd(#grid - i + 1)
+    grid[i], grid[j] = grid[j], grid[i]
+  end
+  local out = {}
+  for i = 1, budget do out[i] = grid[i] end
+  return out, #grid
+end
+M._configs_of = configs_of
+
+local function fmt_params(p)
+  local names = {}
+  for k in pairs(p) do names[#names + 1] = k end
+  table.sort(names)
+  local parts = {}
+  for _, k in ipairs(names) do parts[#parts + 1] = k .. "=" .. tostring(p[k]) end
+  return #parts > 0 and table.concat(parts, " ") or "(defaults)"
+end
+
+local function fail(status, message, extra)
+  local r = extra or {}
+  r.status, r.correct, r.message = status, false, message or ""
+  return r
+end
+
+--- Evaluate candidate files. opts: tune (default true when the file declares
+--- tunables), profile (default false), tune_budget.
+---@param files table|string {["kernel.c"] = source} or the source text
+---@param opts table|nil
+function Evaluator:evaluate(files, opts)
+  opts = opts or {}
+  files = files_of(self, files)
+  if self.pool then
+    local key = key_of(files) .. "\2" .. tostring(opts.tune) .. tostring(opts.profile) .. tostring(opts.tune_budget)
+    self.cache[key] = self.cache[key] or self:_remote("evaluate", files,
+      { tune = opts.tune, profile = opts.profile, tune_budget = opts.tune_budget })
+    return self.cache[key]
+  end
+  local t0 = task_lib.now()
+  self:freeze()
+  local src = files[self.task.candidate_file]
+  local tunables = (type(src) == "string") and self.target.tunables(src) or {}
+  local do_tune = opts.tune ~= false and #tunables > 0
+  local key = key_of(files) .. (do_tune and "\2tune" or "") .. (opts.profile and "\2prof" or "")
+  if self.cache[key] then return self.cache[key] end
+  local device_s = 0
+
+  local function finish(r)
+    r.device_s = device_s
+    r.wall_s = task_lib.now() - t0
+    self.cache[key] = r
+    return r
+  end
+
+  -- compile + test one configuration
+  local function try(defines)
+    local b = self:_compile(files, defines)
+    if b.status ~= "ok" then return b end
+    local tr = self:_test(b, "search")
+    device_s = device_s + (tr.wall_s or 0)
+    tr.build = b
+    return tr
+  end
+
+  local first = try(nil)
+  if first.status ~= "ok" then
+    return finish(fail(first.status, first.message, { log = first.log }))
+  end
+  local build = first.build
+  local tune
+  if do_tune then
+    local budget = opts.tune_budget or self.opts.tune_budget or 8
+    local configs, space = configs_of(tunables, budget, self.seed)
+    local tried = {}
+    local tb = self.opts.tune_bench or { min_time = 0.2, min_reps = 3, max_reps = 50, warmup = 1 }
+    -- compile/test all configurations (jobs at a time), then time them one by one
+    local handles = {}
+    for i, cfg in ipairs(configs) do handles[i] = task_lib.spawn(try, cfg) end
+    local best, best_lat, best_params
+    for i, h in ipairs(handles) do
+      local ok, tr = pcall(task_lib.await, h)
+      if not ok then tr = { status = "error", message = tostring(tr) } end
+      local entry = { params = configs[i], status = tr.status, message = tr.message ~= "" and tr.message or nil }
+      if tr.status == "ok" then
+        local br = self:_exclusive(self.target.bench, self.task, tr.build, self:_bench_opts(tb))
+        device_s = device_s + (br.wall_s or 0)
+        entry.status, entry.latency_s = br.status, br.latency_s
+        if br.status == "ok" and (not best_lat or br.latency_s < best_lat) then
+          best, best_lat, best_params = tr.build, br.latency_s, configs[i]
+        end
+      end
+      tried[#tried + 1] = entry
+    end
+    tune = { params = best_params or {}, tried = tried, space = space, budget = budget }
+    if best then build = best end
+  end
+
+  -- the final benchmark also times fresh inputs (probes) against caching cheats
+  local br = self:_exclusive(self.target.bench, self.task, build,
+    self:_bench_opts { counters = opts.profile, probes = self.opts.probes or 3 })
+  device_s = device_s + (br.wall_s or 0)
+  if br.status ~= "ok" then
+    return finish(fail(br.status, br.message, { tune = tune }))
+  end
+  local base = self:baseline()
+  local r = {
+    status = "ok", correct = true, latency_s = br.latency_s, spread = br.spread, reps = br.reps,
+    baseline_latency_s = base.latency_s, speedup = base.latency_s / br.latency_s, tune = tune,
+    timing = br.timing, -- "interpret": an interpreter's speed, not a kernel timing
+  }
+  local fmt_s = self.target.fmt_s or util.fmt_s
+  r.message = string.format("correct; %s per call vs baseline %s (%.2fx)%s", fmt_s(r.latency_s),
+    fmt_s(r.baseline_latency_s), r.speedup, tune and (", tuned " .. fmt_params(tune.params)) or "")
+  if r.timing == "interpret" then
+    r.message = r.message .. " [interpret timings: not kernel timings]"
+  elseif r.speedup > 20 then
+    r.suspicious = true
+    r.message = r.message .. "; the speedup is unusually large: the held-out check will re-verify it"
+  end
+  if opts.profile then
+    local pr = self:_exclusive(self.target.profile, self.task, build,
+      { tests_dir = self.tests_dir, latency_s = br.latency_s, threads = self.opts.threads, bench = br })
+    device_s = device_s + (pr.wall_s or 0)
+    r.profile = pr.status == "ok" and pr or { text = "profile failed: " .. pr.message, status = pr.status }
+  end
+  self.last_build = self.last_build or {}
+  self.last_build[key_of(files)] = build
+  return finish(r)
+end
+
+--- Benchmark files that `evaluate` measured before once more, on the same
+--- build (the autotuned configuration included): {status, latency_s,
+--- spread, wall_s}. Lets identical candidates of a run share one record.
+function Evaluator:remeasure(files)
+  files = files_of(self, files)
+  local build = self.last_build and self.last_build[key_of(files)]
+  if not build then return { status = "error", message = "remeasure: these files were not evaluated" } end
+  return self:_exclusive(self.target.bench, self.task, build, self:_bench_opts())
+end
+
+--- Re-check files on the held-out seeds (never used during search), with the
+--- configuration autotune chose if `evaluate` ran first.
+function Evaluator:heldout(files)
+  files = files_of(self, files)
+  if self.pool then return self:_remote("heldout", files) end
+  self:freeze()
+  local build = self.last_build and self.last_build[key_of(files)]
+  if not build then
+    build = self:_compile(files, nil)
+    if build.status ~= "ok" then return { correct = false, status = build.status, message = build.message } end
+  end
+  local r = self:_test(build, "heldout")
+  return { correct = r.status == "ok", status = r.status, message = r.message, cases = r.cases }
+end
+
+--- Remove the evaluator's private directory (tests included unless they
+--- were given as opts.tests_dir outside it).
+function Evaluator:close()
+  if self.target.release then self.target.release() end -- e.g. pallas's pre-started harness processes
+  -- frozen files are read-only, but their directories are not: rm_rf works
+  if self.root and not self.opts.workdir and not self.opts.keep then fs.rm_rf(self.root) end
+  if self.root_lock then self.root_lock:unlock(); self.root_lock = nil end
+end
+
+return M

@@ -1,0 +1,384 @@
+--- mk.search.runner: one search run from start to summary, used by `mkengine
+--- run`, `mkengine resume`, `mkengine bench` and sweeps.
+---
+---   run{strategy=, task=, set={...}, seed=, model=, llm_config=, budget=,
+---       run_dir=, root=, quiet=, json=, jobs=, kb_learn=, kb_dirs=, agents=}
+---   → summary (contents of summary.json plus run_dir)
+---   resume(run_dir, {agents=, quiet=, json=}) → summary
+--- `agents` (required) is the table of sub-agents, as `require "agents"`
+--- returns: the commands hand it in, the search floor never requires it.
+---
+--- Input problems (unknown strategy, bad task, bad option, bad model spec)
+--- raise {exit = 2, message}; a Lua error inside a strategy raises with
+--- file:line and traceback (exit 1).
+local fs = require "mk.fs"
+local task_lib = require "mk.services.task"
+local home = require "mk.home"
+
+local runner = {}
+
+local function input_error(msg)
+  error(setmetatable({ exit = 2, kind = "input", message = msg }, { __tostring = function(e) return e.message end }), 0)
+end
+
+--- Find and load a strategy: a name in lua/strategies ("beam" or
+--- "beam.lua") or a path to a Lua file. Returns the module and its path.
+function runner.load_strategy(name)
+  if type(name) ~= "string" or name == "" then input_error("no strategy given") end
+  local path
+  if name:find("/") or (name:match("%.lua$") and fs.exists(name)) then
+    path = name
+  else
+    path = home.path("lua/strategies/" .. name:gsub("%.lua$", "") .. ".lua")
+  end
+  if not fs.exists(path) then
+    local names = {}
+    for _, f in ipairs(fs.list(home.path("lua/strategies")) or {}) do
+      local n = f:match("^(.+)%.lua$")
+      if n then names[#names + 1] = n end
+    end
+    input_error("unknown strategy '" .. name .. "' (built in: " .. table.concat(names, ", ") .. "; or give a path to a .lua file)")
+  end
+  local chunk, err = loadfile(path)
+  if not chunk then input_error("cannot load strategy: " .. err) end
+  local mod = chunk()
+  if type(mod) ~= "table" or type(mod.run) ~= "function" then
+    input_error("strategy " .. path .. " must return a table {defaults = {...}, run = function(ctx, opts) ... end}")
+  end
+  mod.defaults = mod.defaults or {}
+  return mod, path
+end
+
+--- Coerce a --set value: numbers, booleans and strings.
+function runner.coerce(v)
+  if type(v) ~= "string" then return v end
+  if v == "true" then return true elseif v == "false" then return false end
+  local n = math.tointeger(tonumber(v)) or tonumber(v)
+  if n then return n end
+  return v
+end
+
+--- Strategy options: defaults overridden by `set`; unknown keys are an
+--- input error (a typo must not be silently ignored).
+function runner.options(strategy, set, path)
+  local opts = {}
+  for k, v in pairs(strategy.defaults) do opts[k] = v end
+  local known = {}
+  for k in pairs(strategy.defaults) do known[#known + 1] = k end
+  table.sort(known)
+  -- options every strategy understands (read by ctx and the agents)
+  local common = { kb = true, kb_k = true, kb_chars = true, max_tokens = true, temperature = true,
+    tests_agent = true, iters = true, max_fix = true, tune = true }
+  for k, v in pairs(set or {}) do
+    if strategy.defaults[k] == nil and not common[k] then
+      input_error(string.format("unknown option '%s' for strategy %s (its options: %s)", k, path,
+        table.concat(known, ", ")))
+    end
+    v = runner.coerce(v)
+    local want = strategy.defaults[k]
+    if want ~= nil and type(want) ~= type(v) then
+      input_error(string.format("option '%s' must be a %s, got '%s'", k, type(want), tostring(v)))
+    end
+    opts[k] = v
+  end
+  return opts
+end
+
+--- The traceback of an error inside a strategy, cut to the frames of the
+--- strategy's own files (engine frames hidden) unless `full`.
+function runner.strategy_traceback(msg, spath, full)
+  local tb = debug.traceback(msg, 3)
+  if full then return tb end
+  local lines, hidden = {}, 0
+  local engine = home.path("lua/")
+  for line in (tb .. "\n"):gmatch("([^\n]*)\n") do
+    local frame = line:match("^\t(.*)")
+    if not frame then
+      lines[#lines + 1] = line
+    elseif frame:find(spath, 1, true) or not (frame:find(engine .. "mk/", 1, true) or frame:find(engine .. "agents/", 1, true)
+        or frame:find(home.path("targets/"), 1, true) or frame:find("^%[C%]") or frame:find("^%(%.%.%.")) then
+      lines[#lines + 1] = line
+    else
+      hidden = hidden + 1
+    end
+  end
+  if hidden > 0 then lines[#lines + 1] = string.format("\t(%d engine frames hidden; --debug shows them)", hidden) end
+  return table.concat(lines, "\n")
+end
+
+local function task_slug(task_dir)
+  return (task_dir:gsub("/+$", ""):match("([^/]+)$") or "task")
+end
+
+local function make_client(model, llm_config, cache)
+  if not model or model == "" then
+    input_error("no model: pass --model PROVIDER:MODEL (openai:..., gemini:..., anthropic:..., exec:COMMAND) " ..
+      "or --model scripted for the offline scripted test model")
+  end
+  local llm = require "mk.services.llm" -- loads mk.services.llm.providers.scripted itself for --model scripted
+  local ok, client, err = pcall(llm.from_spec, model, { config_file = llm_config, cache = cache })
+  if not ok then input_error("bad model spec '" .. model .. "': " .. tostring(client)) end
+  if not client then input_error("bad model spec '" .. model .. "': " .. tostring(err and err.message or err)) end
+  return client, llm
+end
+
+local function summarize_node(n)
+  if not n then return nil end
+  return { node = n.id, speedup = n.metrics and n.metrics.speedup, latency_s = n.metrics and n.metrics.latency_s,
+    timing = n.metrics and n.metrics.timing }
+end
+
+-- The best node that also passes the held-out check (nodes failing it are
+-- recorded and skipped). Returns node or nil.
+-- A node the strategy returned is the only candidate.
+local function heldout_best(ctx, chosen)
+  local candidates = {}
+  for _, n in ipairs(chosen and { chosen } or ctx.graph:nodes()) do
+    if n.status == "ok" and n.kind ~= "reference" and n.metrics and n.metrics.latency_s then
+      candidates[#candidates + 1] = n
+    end
+  end
+  if chosen and #candidates == 0 then ctx:log("the strategy returned %s, which is not a correct candidate", chosen.id) end
+  table.sort(candidates, function(a, b)
+    if a.metrics.latency_s ~= b.metrics.latency_s then return a.metrics.latency_s < b.metrics.latency_s end
+    return a.id < b.id
+  end)
+  for _, n in ipairs(candidates) do
+    local files = {}
+    for _, name in ipairs(n:files()) do files[name] = n:file(name) end
+    local h = ctx.eval:heldout(files)
+    ctx:event { type = "heldout", node = n.id, correct = h.correct, status = h.status, message = h.message }
+    if h.correct then return n end
+    ctx:log("node %s passed the search tests but failed held-out inputs (%s); not reported", n.id, h.status or "?")
+  end
+  return nil
+end
+
+local function execute(o, run, info, resumed)
+  local targets = require "mk.search.targets"
+  local eval = require "mk.search.eval"
+  local context = require "mk.search.context"
+
+  local task, terr = targets.load_task(info.task_dir)
+  if not task then input_error("bad task " .. tostring(info.task_dir) .. ": " .. tostring(terr and terr.message or terr)) end
+  local strategy, spath = runner.load_strategy(info.strategy)
+  local opts = runner.options(strategy, info.set, spath)
+  -- real models cache by default (a re-run or resume replays completed calls
+  -- for free); the scripted test model never needs a cache
+  local cache = info.llm_cache or (info.model ~= "scripted" and "rw" or "off")
+  local client, llm = make_client(info.model, info.llm_config, cache)
+
+  local progress = require("mk.services.progress").new { quiet = o.quiet, json = o.json, label = info.strategy .. " " .. task.name }
+  local function note(msg) progress:note(msg) end
+  -- what earlier sessions spent (a resumed run): budget and summary count it
+  local prior = require("mk.search.ledger").read(run:path("events.jsonl"))
+  local budget
+  if info.budget then
+    local b = require "mk.search.budget"
+    local limits, berr = info.budget, nil
+    if type(limits) == "string" then limits, berr = b.parse(limits) end
+    if not limits then input_error("bad --budget: " .. berr.message) end
+    budget = b.new(limits, { used = { wall_s = prior.wall_s } })
+  end
+
+  do -- every event of the run also feeds the status line (or --json)
+    local append = run.event
+    run.event = function(self, e)
+      append(self, e)
+      progress:event(e)
+    end
+  end
+  llm.set_ledger(function(rec)
+    rec.type = "llm"
+    run:event(rec)
+  end)
+  note(string.format("mkengine: %s on %s with %s%s -> %s", info.strategy, task.name, client.label or info.model,
+    resumed and " (resumed)" or "", run.dir))
+
+  if info.workers then -- evaluations go to the workers the file names (docs/workers.md)
+    run.pool = require("mk.search.pool").open(info.workers, { log = note })
+  end
+  local ev = eval.new(task, { tests_dir = run.dir .. "/tests", jobs = info.jobs, seed = info.seed,
+    timeout = info.timeout, pool = run.pool })
+  run.evaluator = ev -- closed by run/resume whatever happens (it owns temporary work directories)
+  local ctx = context.new { task = task, graph = run.graph, run = run, eval = ev, llm = client, opts = opts, agents = o.agents,
+    seed = info.seed or 0, budget = budget, prior = prior, log = function(msg) note(msg) end }
+  ctx.started = task_lib.now()
+  run.spent = function() return ctx:spent() end -- recorded with each node event
+
+  -- frozen tests, after the tests agent proposed extra shapes (recorded in
+  -- run.json, so a resumed run freezes the same suite)
+  local extra_path = run.dir .. "/extra_tests.json"
+  local cjson = require "cjson"
+  if fs.exists(extra_path) then
+    info.extra_test_sizes = cjson.decode(fs.read(extra_path))
+    for _, sz in ipairs(info.extra_test_sizes) do
+      for k, v in pairs(sz) do sz[k] = math.tointeger(v) or v end
+    end
+  else
+    local extra = {}
+    if opts.tests_agent ~= false and task.sizes then
+      extra = ctx.agents.tests { key = "tests" } or {}
+    end
+    info.extra_test_sizes = extra
+    fs.write(extra_path, #extra > 0 and cjson.encode(extra) or "[]", { sync = true })
+  end
+  if #info.extra_test_sizes > 0 then
+    task.test_sizes = task.test_sizes or { task.sizes }
+    for _, s in ipairs(info.extra_test_sizes) do table.insert(task.test_sizes, s) end
+  end
+  local okf, ferr = ev:freeze()
+  if not okf and ferr then error("cannot freeze the test suite: " .. tostring(ferr.message or ferr), 0) end
+
+  local root = run.graph:root()
+  if not root then
+    local base = ev:baseline()
+    if not base or not base.latency_s then
+      error("the reference could not be measured: " .. tostring(base and base.message), 0)
+    end
+    root = ctx:step("root", function()
+      return { parents = {}, kind = "reference", status = "ok", files = { [task.candidate_file] = task.reference },
+        plan = "The reference implementation (the baseline).",
+        metrics = { latency_s = base.latency_s, speedup = 1.0, baseline_latency_s = base.latency_s, spread = base.spread },
+        meta = { baseline = true } }
+    end)
+  end
+  note(string.format("baseline (reference): %.3f ms", (root.metrics.latency_s or 0) * 1000))
+
+  local ok, err = xpcall(strategy.run, function(e)
+    if type(e) == "table" then return e end
+    return runner.strategy_traceback(tostring(e), spath, o.debug)
+  end, ctx, opts)
+  if ok then ok, err = pcall(context.check_result, ctx, err, spath) end
+  if not ok then
+    run:event { type = "strategy_error", message = tostring(type(err) == "table" and err.message or err) }
+    run:set_status("failed")
+    if type(err) == "table" then error(err, 0) end
+    error(setmetatable({ exit = 1, kind = "strategy", message = "strategy " .. spath .. " failed: " .. err },
+      { __tostring = function(e) return e.message end }), 0)
+  end
+
+  local best = heldout_best(ctx, err)
+  if best then run:refresh_best(best) end
+  local spent = ctx:spent()
+  local totals = llm.totals and llm.totals() or {}
+  local status = best and "done" or "no_correct_kernel"
+  local compiled = 0
+  for _, n in ipairs(run.graph:nodes()) do
+    if n.kind ~= "reference" and n.status ~= "compile_error" then compiled = compiled + 1 end
+  end
+  local summary = {
+    strategy = info.strategy, task = task.name, status = status, compiled_nodes = compiled,
+    best = summarize_node(best) or require("cjson").null,
+    model = info.model, model_label = client.label, seed = info.seed, options = opts,
+    cost = { input_tokens = spent.input_tokens, output_tokens = spent.output_tokens, usd = spent.usd,
+      llm_s = spent.llm_s, device_s = spent.device_s, wall_s = spent.wall_s, calls = (totals.calls or 0) + prior.calls },
+    budget_exhausted = select(2, ctx:exhausted()),
+    resumed = resumed or nil,
+  }
+  run:set_status(status)
+  summary = run:write_summary(summary) or summary
+  summary.run_dir = run.dir
+  if best then
+    note(string.format("best: %s speedup %.2fx over the baseline (%.3f ms vs %.3f ms) -> %s/best", best.id,
+      best.metrics.speedup or 0, best.metrics.latency_s * 1000, (root.metrics.latency_s or 0) * 1000, run.dir))
+  else
+    note("no correct kernel found -> " .. run.dir)
+  end
+  if o.kb_learn then
+    local entries = {}
+    for _, n in ipairs(run.graph:nodes()) do
+      if n.kind ~= "reference" and n.plan and n.plan:find("%S") then
+        entries[#entries + 1] = { task = task.name, target = task.target, status = n.status,
+          plan_summary = (n.plan:match("^[^\n]+") or n.plan):sub(1, 200),
+          effect = n.status == "ok" and string.format("%.2fx the baseline", n.metrics.speedup or 0)
+            or (n.status .. ": " .. (n.error or ""):sub(1, 200)) }
+      end
+    end
+    local wrote, lerr = require("mk.services.retrieve").learn(entries, { dir = o.kb_learn_dir })
+    if not wrote then note("kb-learn: nothing written: " .. tostring(lerr and lerr.message or lerr)) end
+  end
+  progress:finish()
+  return summary
+end
+
+-- The status a run that ended with error `err` keeps: "stopped" when a
+-- signal stopped the engine, else "failed".
+local function end_status(run, err)
+  local sig = task_lib.signal()
+  if sig or err == task_lib.CANCELLED then
+    pcall(run.event, run, { type = "stopped", signal = sig })
+    return "stopped"
+  end
+  return "failed"
+end
+
+-- Execute a run and release what it holds (evaluator work directories, the
+-- run lock) whatever happens; a failure marks the run failed (or stopped)
+-- and re-raises.
+local function execute_and_close(o, run, info, resumed)
+  local ok, res = pcall(execute, o, run, info, resumed)
+  if run.evaluator and run.evaluator.close then pcall(run.evaluator.close, run.evaluator) end
+  if run.pool then pcall(run.pool.release, run.pool) end
+  if not ok then pcall(run.set_status, run, end_status(run, res)) end
+  run:close()
+  if not ok then error(res, 0) end
+  return res
+end
+
+--- Run a strategy on a task. See the module comment for the fields.
+---@param o table
+---@return table summary
+function runner.run(o)
+  if type(o) ~= "table" then error("runner.run: expects a table", 2) end
+  if type(o.agents) ~= "table" then error("runner.run: o.agents must be the sub-agents (require \"agents\")", 2) end
+  if not o.task or not fs.isdir(o.task) then input_error("task directory not found: " .. tostring(o.task)) end
+  local strategy_name = o.strategy
+  runner.load_strategy(strategy_name) -- fail before creating a run dir
+  local rundir = require "mk.search.rundir"
+  local info = {
+    strategy = strategy_name, task_dir = fs.realpath(o.task) or o.task, set = o.set or {},
+    seed = o.seed or 1, model = o.model, llm_config = o.llm_config, llm_cache = o.llm_cache,
+    budget = o.budget, jobs = o.jobs, timeout = o.timeout,
+    workers = o.workers and (fs.realpath(o.workers) or input_error("workers file not found: " .. o.workers)),
+  }
+  if info.workers then require("mk.search.pool").load(info.workers) end -- bad input fails before the run dir exists
+  local run, err = rundir.create { root = o.root, dir = o.run_dir, strategy = strategy_name:gsub("^.*/", ""):gsub("%.lua$", ""),
+    task = task_slug(o.task), options = info, seed = info.seed, model = o.model }
+  if not run then input_error("cannot create the run directory: " .. err.message) end
+  return execute_and_close(o, run, info, false)
+end
+
+--- Continue a run that was stopped at any moment: completed nodes are
+--- answered from the graph, the rest is computed.
+---@param dir string
+function runner.resume(dir, o)
+  o = o or {}
+  if type(o.agents) ~= "table" then error("runner.resume: o.agents must be the sub-agents (require \"agents\")", 2) end
+  local rundir = require "mk.search.rundir"
+  local run, err = rundir.open(dir)
+  if not run then input_error("cannot resume " .. tostring(dir) .. ": " .. err.message) end
+  local info = run.info.options or {}
+  run:event { type = "resume" }
+  return execute_and_close(o, run, info, true)
+end
+
+--- run and resume with `agents` filled in when the caller gives none:
+--- what bench and sweeps call.
+---@param agents table
+---@return {run: fun(o: table): table, resume: fun(dir: string, o?: table): table}
+function runner.with_agents(agents)
+  return {
+    run = function(o)
+      if o.agents == nil then o.agents = agents end
+      return runner.run(o)
+    end,
+    resume = function(dir, o)
+      o = o or {}
+      if o.agents == nil then o.agents = agents end
+      return runner.resume(dir, o)
+    end,
+  }
+end
+
+return runner

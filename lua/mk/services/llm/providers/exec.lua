@@ -1,0 +1,116 @@
+--- mk.services.llm.providers.exec: a model that is any command. The request goes to the
+--- command's stdin as JSON ({model, system, messages, max_tokens,
+--- temperature, ...}); its stdout is the reply text, or a JSON object
+--- {text =, thinking =, finish_reason =, usage = {input_tokens, ...}}.
+--- Exit status 0 = success; 126/127 (cannot run) fail at once, other
+--- statuses are retried as server errors.
+local fs = require "mk.fs"
+local json = require "mk.services.llm.json"
+local retry = require "mk.services.llm.retry"
+local task = require "mk.services.task"
+local transport = require "mk.services.llm.transport"
+
+local W = { name = "exec" }
+
+local sh_quote = require("mk.services.util").sh_quote
+
+local function estimate(s) return math.ceil(#s / 4) end
+
+-- Fallback when mk.proc is absent: the shell runs the command in the
+-- background with stdin from a file and the task polls for the exit file.
+local function run_polling(command, input, timeout)
+  local dir = assert(fs.tmpdir("mk-llm-exec-"))
+  fs.write(dir .. "/in", input, { mode = 384 })
+  local script = string.format("(%s) <%s >%s 2>%s; echo $? >%s.tmp; mv %s.tmp %s",
+    command, sh_quote(dir .. "/in"), sh_quote(dir .. "/out"), sh_quote(dir .. "/err"),
+    sh_quote(dir .. "/rc"), sh_quote(dir .. "/rc"), sh_quote(dir .. "/rc"))
+  local p = io.popen("setsid sh -c " .. sh_quote(script) .. " >/dev/null 2>&1 </dev/null & echo $!")
+  local pid = p and tonumber(p:read("*l"))
+  if p then p:close() end
+  local function kill() if pid then os.execute("kill -TERM -" .. pid .. " 2>/dev/null") end end
+  local done = false
+  local cleanup <close> = setmetatable({}, { __close = function() -- luacheck: ignore 211
+    if not done then kill() end
+    fs.rm_rf(dir)
+  end })
+  local t0, delay = task.now(), 0.005
+  while not fs.exists(dir .. "/rc") do
+    if timeout and task.now() - t0 > timeout then
+      kill()
+      done = true
+      return nil, { kind = "timeout", retryable = true, message = string.format("exec: the command ran past %gs", timeout) }
+    end
+    task.sleep(delay)
+    delay = math.min(delay * 2, 0.05)
+  end
+  done = true
+  return {
+    code = tonumber(fs.read(dir .. "/rc")) or 1,
+    stdout = fs.read(dir .. "/out") or "",
+    stderr = fs.read(dir .. "/err") or "",
+  }
+end
+
+-- Run `command` (sh -c) with `input` on stdin, without blocking the loop.
+-- Returns {code, stdout, stderr} | nil, err.
+local function run(command, input, timeout)
+  local okp, proc = pcall(require, "mk.proc")
+  if not okp or type(proc) ~= "table" or type(proc.run) ~= "function" then
+    return run_polling(command, input, timeout)
+  end
+  local r, err = proc.run { argv = { "/bin/sh", "-c", command }, stdin = input, timeout = timeout }
+  if not r then
+    return nil, { kind = "bad_request", retryable = false,
+      message = "exec: cannot start the command: " .. tostring(err and err.message or err) }
+  end
+  if r.status == "timeout" then
+    return nil, { kind = "timeout", retryable = true, message = string.format("exec: the command ran past %gs", timeout) }
+  end
+  local code = r.code
+  if r.status == "signaled" then code = 128 + (r.signal or 0) end
+  return { code = code or 1, stdout = r.stdout or "", stderr = r.stderr or "" }
+end
+
+-- exposed for tests of the fallback
+W.run_polling = run_polling
+
+function W.call(client, req, _)
+  local system, msgs = transport.messages(req)
+  local messages = {}
+  for _, m in ipairs(msgs) do messages[#messages + 1] = { role = m.role, content = m.text } end
+  local input = json.encode {
+    model = client.model, system = system, messages = messages,
+    max_tokens = req.max_tokens or client.max_tokens, temperature = req.temperature,
+    thinking = req.thinking, stop = req.stop,
+  }
+  local r, err = run(client.command, input, client.timeout)
+  if not r then return nil, err end
+  if r.code ~= 0 then
+    local cant = r.code == 126 or r.code == 127
+    return nil, {
+      kind = cant and "bad_request" or "server", retryable = not cant, status = r.code,
+      message = string.format("exec: command exited with status %d: %s", r.code, retry.excerpt(r.stderr)),
+    }
+  end
+  local out = r.stdout
+  local obj = out:match("^%s*{") and json.decode(out)
+  if type(obj) == "table" and type(obj.text) == "string" then
+    local u = json.get(obj.usage, "table") or {}
+    return {
+      text = obj.text, thinking = json.get(obj.thinking, "string") or "",
+      finish_reason = json.get(obj.finish_reason, "string") or "stop",
+      usage = {
+        input_tokens = json.int(u.input_tokens) or estimate(input),
+        output_tokens = json.int(u.output_tokens) or estimate(obj.text),
+        thinking_tokens = json.int(u.thinking_tokens) or 0,
+      },
+    }
+  end
+  if req.on_delta and out ~= "" then req.on_delta(out, "text", 1) end
+  return {
+    text = out, thinking = "", finish_reason = "stop",
+    usage = { input_tokens = estimate(input), output_tokens = estimate(out), thinking_tokens = 0, estimated = true },
+  }
+end
+
+return W

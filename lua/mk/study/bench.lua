@@ -1,0 +1,374 @@
+--- mk.study.bench: run one strategy over every task of a suite K times, the
+--- fair and resumable way, and compute the suite's metrics (mk.study.metrics).
+---
+--- Layout of a bench directory:
+---   DIR/results.json          per-task rows + aggregate (rewritten after each run)
+---   DIR/<task>/r<k>/          the run directory of repeat k of <task>
+--- Resuming (same DIR again): a task/repeat whose run directory has a
+--- summary.json is read, not rerun; one with a run directory but no summary
+--- is resumed through the runner; the rest start fresh.
+local cjson = require "cjson"
+local fs = require "mk.fs"
+local metrics = require "mk.study.metrics"
+local runner_lib = require "mk.search.runner"
+
+local bench = {}
+
+local read_json = require("mk.services.util").read_json
+
+local TASK_MARKERS = { "task.lua", "baseline.py", "reference.py" }
+
+--- Whether dir looks like a task directory (ours, JAXBench or MaxKernel).
+function bench.is_task_dir(dir)
+  for _, m in ipairs(TASK_MARKERS) do
+    if fs.exists(dir .. "/" .. m) then return true end
+  end
+  return false
+end
+
+--- The tasks of a suite: every sub-directory that is a task directory,
+--- sorted by name; a suite that is itself a task directory is a suite of
+--- one. Returns {{name=, dir=}...} | nil, {kind="bad_suite", message}.
+---@param suite string
+function bench.tasks(suite)
+  if type(suite) ~= "string" then error("bench.tasks: suite must be a string", 2) end
+  suite = suite:gsub("/+$", "")
+  if not fs.isdir(suite) then return nil, { kind = "bad_suite", message = suite .. " is not a directory" } end
+  if bench.is_task_dir(suite) then
+    return { { name = suite:match("([^/]+)$") or suite, dir = suite } }
+  end
+  local out = {}
+  for _, name in ipairs(fs.list(suite) or {}) do
+    local d = suite .. "/" .. name
+    if not name:match("^[._]") and fs.isdir(d) and bench.is_task_dir(d) then
+      out[#out + 1] = { name = name, dir = d }
+    end
+  end
+  if #out == 0 then
+    return nil, { kind = "bad_suite", message = suite .. " holds no task directories (with task.lua, baseline.py or reference.py)" }
+  end
+  return out
+end
+
+local NOT_COMPILED = { compile_error = true, rejected = true }
+
+-- Whether a finished run produced a kernel that compiled: the summary's
+-- compiled_nodes when the runner writes it, else node events in
+-- events.jsonl (root/baseline nodes do not count).
+local function run_compiled(summary, run_dir)
+  if summary.best or (tonumber(summary.correct_nodes) or 0) > 0 then return true end
+  if tonumber(summary.compiled_nodes) then return summary.compiled_nodes > 0 end
+  local text = run_dir and fs.read(run_dir .. "/events.jsonl")
+  if not text then return false end
+  for line in text:gmatch("[^\n]+") do
+    local ok, ev = pcall(cjson.decode, line)
+    if ok and type(ev) == "table" and (ev.type == "node" or ev.type == "node_added") then
+      local n = type(ev.node) == "table" and ev.node or ev
+      if type(n.status) == "string" and not NOT_COMPILED[n.status] and n.kind ~= "root" and n.kind ~= "reference"
+        and n.kind ~= "baseline" then
+        return true
+      end
+    end
+  end
+  return false
+end
+
+--- The outcome of one run from its summary: {status, correct, compiled,
+--- speedup, latency_s, nodes, correct_nodes, cost}.
+function bench.outcome(summary, run_dir)
+  local best = type(summary.best) == "table" and summary.best or nil
+  local speedup = best and tonumber(best.speedup)
+  return {
+    status = summary.status,
+    correct = speedup ~= nil and speedup > 0,
+    compiled = run_compiled(summary, run_dir),
+    speedup = speedup,
+    latency_s = best and tonumber(best.latency_s),
+    timing = best and best.timing, -- "interpret": not a kernel timing (mk.metrics)
+    baseline_latency_s = tonumber(summary.baseline_latency_s),
+    best_node = best and best.node,
+    nodes = math.tointeger(summary.nodes) or summary.nodes,
+    correct_nodes = math.tointeger(summary.correct_nodes) or summary.correct_nodes,
+    cost = metrics.sum_costs({ summary.cost }),
+  }
+end
+
+local function default_out(strategy)
+  return string.format("runs/bench-%s-%s", os.date("%Y%m%d-%H%M%S"), strategy)
+end
+
+local function copy_opts(o)
+  local r = {}
+  for k, v in pairs(o or {}) do r[k] = v end
+  return r
+end
+
+--- Run a bench. opts:
+---   suite (dir), strategy (name) — required
+---   repeats (K, default 5; `opts["repeat"]` also accepted), out (dir)
+---   set, seed (base seed, default 1; repeat k uses seed + k - 1), model,
+---   llm_config, llm_cache (rw|ro|off), budget (per run), jobs: passed to every run
+---   concurrency (runs at once, default 2)
+---   runner = fn(run_opts) -> summary (default require("mk.search.runner").run)
+---   resume = fn(run_dir) -> summary (default require("mk.search.runner").resume)
+---   progress = an mk.services.progress object (optional)
+---   tasks = {names...} to restrict the suite
+--- Returns the results table (also written to out/results.json) | nil, err.
+---@param opts table
+function bench.run(opts)
+  if type(opts) ~= "table" then error("bench.run: opts must be a table", 2) end
+  if type(opts.suite) ~= "string" then error("bench.run: opts.suite must be a directory name", 2) end
+  if type(opts.strategy) ~= "string" then error("bench.run: opts.strategy must be a strategy name", 2) end
+  local K = opts.repeats or opts["repeat"] or 5
+  if math.type(K) ~= "integer" then K = math.tointeger(K) end
+  if not K or K < 1 then error("bench.run: repeat must be an integer >= 1", 2) end
+  local conc = math.tointeger(opts.concurrency or 2)
+  if not conc or conc < 1 then error("bench.run: concurrency must be an integer >= 1", 2) end
+  local tasks, terr = bench.tasks(opts.suite)
+  if not tasks then return nil, terr end
+  if opts.tasks then
+    local want, sel = {}, {}
+    for _, n in ipairs(opts.tasks) do want[n] = true end
+    for _, t in ipairs(tasks) do
+      if want[t.name] then
+        sel[#sel + 1] = t
+        want[t.name] = nil
+      end
+    end
+    local missing = next(want)
+    if missing then return nil, { kind = "bad_suite", message = "no task named '" .. missing .. "' in " .. opts.suite } end
+    tasks = sel
+  end
+  local runner = opts.runner
+  local resume = opts.resume
+  if not runner then
+    -- a typo in the strategy name should not fail every run one by one
+    local oks, serr = pcall(runner_lib.load_strategy, opts.strategy)
+    if not oks then
+      return nil, { kind = "bad_strategy", message = type(serr) == "table" and (serr.message or tostring(serr)) or tostring(serr) }
+    end
+  end
+  runner = runner or runner_lib.with_agents(require "agents").run
+  resume = resume or runner_lib.with_agents(require "agents").resume
+  local out = (opts.out or default_out(opts.strategy)):gsub("/+$", "")
+  fs.mkdirs(out)
+  local lock = fs.lock and fs.lock(out .. "/.bench.lock")
+  if fs.lock and not lock then
+    return nil, { kind = "locked", message = out .. " is used by another bench" }
+  end
+  if not runner then error("bench.run: no runner (mk.search.runner is not available and opts.runner is not set)", 2) end
+  local base_seed = opts.seed or 1
+  local prog = opts.progress
+
+  local results = {
+    kind = "bench", version = 1, suite = opts.suite, suite_name = opts.suite:gsub("/+$", ""):match("([^/]+)$"),
+    strategy = opts.strategy, ["repeat"] = K, model = opts.model, seed = base_seed,
+    options = { set = opts.set, budget = opts.budget, jobs = opts.jobs, llm_config = opts.llm_config, concurrency = conc },
+    started = os.date("!%Y-%m-%dT%H:%M:%SZ"), engine_version = package.loaded["mk.home"] and package.loaded["mk.home"].version,
+    tasks = {},
+  }
+  local prev = read_json(out .. "/results.json")
+  if prev and prev.started then results.started = prev.started end
+
+  local outcomes = {} -- outcomes[ti][k]
+  for ti = 1, #tasks do outcomes[ti] = {} end
+  local done, failed, total = 0, 0, #tasks * K
+
+  local function write_results(final)
+    local rows = {}
+    for ti, t in ipairs(tasks) do
+      local runs = {}
+      for k = 1, K do if outcomes[ti][k] then runs[#runs + 1] = outcomes[ti][k] end end
+      local row = metrics.task_row(t.name, runs)
+      row.dir = t.dir
+      row.runs = runs
+      row.complete = #runs == K
+      rows[ti] = row
+    end
+    results.tasks = rows
+    results.aggregate = metrics.aggregate(rows)
+    results.runs_done, results.runs_total = done, total
+    results.finished = final and os.date("!%Y-%m-%dT%H:%M:%SZ") or nil
+    local ok, err = fs.write(out .. "/results.json", cjson.encode(results), { atomic = true })
+    if not ok then error("bench: cannot write results.json: " .. tostring(err and err.message or err)) end
+    return rows
+  end
+
+  -- status-line fields summed over the finished runs
+  local function status_fields()
+    local f = { text = string.format("bench %s: runs %d/%d", opts.strategy, done, total),
+                nodes = 0, correct = 0, best = nil, tokens = 0, usd = 0, device_s = 0 }
+    for ti = 1, #tasks do
+      for k = 1, K do
+        local o = outcomes[ti][k]
+        if o then
+          f.nodes = f.nodes + (tonumber(o.nodes) or 0)
+          if o.correct then f.correct = f.correct + 1 end
+          if o.speedup and (not f.best or o.speedup > f.best) then f.best = o.speedup end
+          f.tokens = f.tokens + (o.cost.input_tokens or 0) + (o.cost.output_tokens or 0)
+          f.usd = f.usd + (o.cost.usd or 0)
+          f.device_s = f.device_s + (o.cost.device_s or 0)
+        end
+      end
+    end
+    return f
+  end
+
+  -- one task/repeat pair: read, resume or start its run
+  local function one(ti, k)
+    local t = tasks[ti]
+    local rel = t.name .. "/r" .. k
+    local dir = out .. "/" .. rel
+    local summary = read_json(dir .. "/summary.json")
+    local how = "read"
+    local ok, err
+    if not summary then
+      if fs.exists(dir .. "/run.json") and resume then
+        how = "resumed"
+        ok, summary = pcall(resume, dir)
+      else
+        how = "ran"
+        -- leftovers of a run that died before writing run.json cannot be
+        -- resumed, and rundir.create refuses a non-empty directory
+        if fs.exists(dir) then fs.rm_rf(dir) end
+        fs.mkdirs(out .. "/" .. t.name)
+        local ro = {
+          strategy = opts.strategy, task = t.dir, set = copy_opts(opts.set), seed = base_seed + k - 1,
+          model = opts.model, llm_config = opts.llm_config, budget = opts.budget and copy_opts(opts.budget),
+          run_dir = dir, quiet = true, jobs = opts.jobs, llm_cache = opts.llm_cache, workers = opts.workers,
+        }
+        ok, summary = pcall(runner, ro)
+      end
+      if not ok then
+        err = summary
+        summary = nil
+        local task = package.loaded["mk.services.task"]
+        if task and err == task.CANCELLED then error(err, 0) end
+      end
+    end
+    local o
+    if summary then
+      o = bench.outcome(summary, dir)
+    else
+      failed = failed + 1
+      o = { status = "error", correct = false, compiled = false, cost = metrics.sum_costs({}),
+            error = type(err) == "table" and (err.message or tostring(err)) or tostring(err) }
+    end
+    o["repeat"] = k
+    o.run_dir = rel
+    o.how = how
+    outcomes[ti][k] = o
+    done = done + 1
+    write_results(false)
+    if prog then
+      prog:set(status_fields())
+      prog:event({ type = "bench_run", task = t.name, ["repeat"] = k, how = how, status = o.status,
+                   correct = o.correct, speedup = o.speedup, error = o.error })
+      prog:note(string.format("%-24s r%d %-8s %s", t.name, k, how,
+        o.error and ("error: " .. (o.error:match("^[^\n]*"))) or (o.correct and string.format("%.2fx", o.speedup) or "no correct kernel")))
+    end
+    return o
+  end
+
+  -- a fixed pool of `conc` workers pulling pairs in suite order, so the
+  -- first tasks finish first and a resumed bench fills its gaps in order
+  local pairs_ = {}
+  for k = 1, K do
+    for ti = 1, #tasks do pairs_[#pairs_ + 1] = { ti, k } end
+  end
+  local next_i = 0
+  local function worker()
+    while true do
+      next_i = next_i + 1
+      local p = pairs_[next_i]
+      if not p then return end
+      one(p[1], p[2])
+    end
+  end
+  if prog and prog.tick then
+    prog:set(status_fields())
+    prog:tick(1)
+  end
+  local task = package.loaded["mk.services.task"] or select(2, pcall(require, "mk.services.task"))
+  if type(task) == "table" and task.spawn and task.current and task.current() then
+    local hs = {}
+    for i = 1, math.min(conc, #pairs_) do hs[i] = task.spawn(worker) end
+    task.gather(hs)
+  else
+    worker()
+  end
+  write_results(true)
+  if lock then lock:unlock() end
+  results.out = out
+  results.failed_runs = failed
+  return results
+end
+
+-- Table output ---------------------------------------------------------------
+
+local function fx(x) return x and string.format("%.2fx", x) or "-" end
+
+local function fint(x)
+  local s = string.format("%d", math.floor((x or 0) + 0.5))
+  return (s:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
+end
+
+local function fsec(x)
+  x = x or 0
+  if x < 120 then return string.format("%.1fs", x) end
+  if x < 7200 then return string.format("%.1fm", x / 60) end
+  return string.format("%.2fh", x / 3600)
+end
+
+--- The results as a plain-text table (no control characters): one row
+--- per task, then the aggregate with both geomeans side by side.
+---@param results table as returned by bench.run / read from results.json
+---@return string
+function bench.format(results)
+  local rows = results.tasks or {}
+  local w = 4
+  for _, r in ipairs(rows) do w = math.max(w, #r.task) end
+  local L = {}
+  local hdr = string.format("%-" .. w .. "s  %-8s %-7s %8s %7s  %-22s %10s %9s %8s %8s",
+    "task", "compiled", "correct", "speedup", "runs ok", "speedups of repeats", "tokens", "USD", "device", "wall")
+  L[#L + 1] = hdr
+  L[#L + 1] = string.rep("-", #hdr)
+  for _, r in ipairs(rows) do
+    local sps = {}
+    for _, s in ipairs(r.speedups or {}) do sps[#sps + 1] = s > 0 and string.format("%.2f", s) or "x" end
+    local c = r.cost or {}
+    L[#L + 1] = string.format("%-" .. w .. "s  %-8s %-7s %8s %7s  %-22s %10s %9s %8s %8s",
+      r.task, r.compiled and "yes" or "no", r.correct and "yes" or "no",
+      r.timing == "interpret" and fx(r.speedup) .. "i" or fx(r.speedup),
+      string.format("%d/%d", r.correct_runs or 0, r.repeats or 0), table.concat(sps, " "):sub(1, 22),
+      fint((c.input_tokens or 0) + (c.output_tokens or 0)), string.format("$%.4f", c.usd or 0), fsec(c.device_s), fsec(c.wall_s))
+  end
+  local a = results.aggregate or metrics.aggregate(rows)
+  L[#L + 1] = string.rep("-", #hdr)
+  L[#L + 1] = string.format("geomean speedup %s (failed tasks = 1.0)   |   floored at 1.0: %s",
+    fx(a.geomean_speedup), fx(a.geomean_speedup_floored))
+  local fp = {}
+  for _, p in ipairs(metrics.P) do
+    local name = metrics.p_name(p)
+    fp[#fp + 1] = string.format("fast_%s %.2f", name, a.fast_p and a.fast_p[name] or 0)
+  end
+  L[#L + 1] = string.format("compiled %d/%d   correct %d/%d   %s", a.compiled or 0, a.tasks or #rows,
+    a.correct or 0, a.tasks or #rows, table.concat(fp, "   "))
+  if (a.interpret_timed or 0) > 0 then
+    L[#L + 1] = string.format("%d task(s) timed in interpret mode (an interpreter's speed, not kernel timings): " ..
+      "their speedups count 1.0 in the geomeans and are left out of fast_p for p > 0", a.interpret_timed)
+  end
+  local c = a.cost or {}
+  L[#L + 1] = string.format("cost: %s input + %s output tokens, $%.4f, LLM %s, device %s, wall %s (sum over %s runs)",
+    fint(c.input_tokens), fint(c.output_tokens), c.usd or 0, fsec(c.llm_s), fsec(c.device_s), fsec(c.wall_s),
+    tostring(results.runs_done or "all"))
+  L[#L + 1] = string.format("median of %s repeats per task; fast_p = share of all tasks correct with speedup > p",
+    tostring(math.tointeger(results["repeat"]) or results["repeat"] or "?"))
+  local rd, rt = tonumber(results.runs_done), tonumber(results.runs_total)
+  if rd and rt and rd < rt then
+    L[#L + 1] = string.format("INCOMPLETE: %d of %d runs done; tasks without a finished run count as failed", rd, rt)
+  end
+  return table.concat(L, "\n") .. "\n"
+end
+
+return bench

@@ -1,0 +1,828 @@
+--- targets/pallas/target.lua: the JAX Pallas target (TPU, GPU, or interpret mode).
+--- Policy only: every step runs `targets/pallas/harness.py <step>` through
+--- mk.proc and turns its one JSON object into a result table. Candidate
+--- code runs in `run`/`compile`/`bench`/`profile` processes; expected
+--- outputs are compared by a separate `check` process that never imports
+--- candidate code. See docs/targets/pallas.md.
+local fs = require "mk.fs"
+local home = require "mk.home"
+local cjson = require "cjson"
+
+local M = { name = "pallas" }
+
+--- Defaults (seconds); a task.lua `timeout` or opts.timeout overrides.
+M.defaults = {
+  load_timeout = 60,
+  freeze_timeout = 1800,
+  timeout = 600, -- compile, run, bench, profile, baseline: JAX compiles are slow
+  check_timeout = 300,
+  seeds = { 0, 1 }, -- 0 = the task's own inputs (JAXBench create_inputs as written)
+  heldout_seeds = { 1001 },
+  warmup = 3,
+  iters = 20,
+  max_output = 16 << 20,
+}
+
+--- Interpreter running the harness: M.python, else $MK_PYTHON, else the
+--- project's .venv/bin/python (made by scripts/setup.sh with pinned JAX),
+--- else python3. M.env: extra environment for harness processes.
+M.python = nil
+M.on_result = nil -- function(step, decoded_result): an observer of every harness answer (benchmarks)
+M.env = nil
+M.last_runner = nil -- "proc" or "popen": which path ran the last harness call (tests)
+
+function M.default_python()
+  local venv = home.path(".venv/bin/python")
+  if fs.exists(venv) then return venv end
+  return "python3"
+end
+
+local function python()
+  return M.python or os.getenv("MK_PYTHON") or M.default_python()
+end
+
+--- Absolute path of harness.py.
+function M.harness()
+  return home.path("targets/pallas/harness.py")
+end
+
+local function shell_quote(s)
+  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+
+-- Environment of every harness process: M.env over these defaults. JAX
+-- preallocates 75% of a GPU per process by default; off, so a check or
+-- compile process beside a benchmark does not starve it.
+M.base_env = { XLA_PYTHON_CLIENT_PREALLOCATE = "false", PYTHONDONTWRITEBYTECODE = "1" }
+
+local function child_env()
+  local e = {}
+  for k, v in pairs(M.base_env) do e[k] = v end
+  for k, v in pairs(M.env or {}) do e[k] = v end
+  return e
+end
+
+--- Processes that may hold the accelerator at once. A TPU admits one
+--- process at a time, so every step that initialises JAX (compile, run,
+--- bench, profile, baseline, freeze) takes a slot; `check` and `load` do
+--- not. $MK_PALLAS_DEVICE_SLOTS raises it (GPUs, interpret mode on CPU).
+M.device_slots = tonumber(os.getenv("MK_PALLAS_DEVICE_SLOTS") or "") or 1
+local slots -- the semaphore, created on first use inside a task
+
+local function with_device(fn, ...)
+  if not coroutine.isyieldable() then return fn(...) end
+  local ok, task = pcall(require, "mk.services.task")
+  if not ok then return fn(...) end
+  slots = slots or task.semaphore(M.device_slots)
+  return slots:with(fn, ...)
+end
+
+local function try_proc()
+  local ok, proc = pcall(require, "mk.proc")
+  if ok then return proc end
+  return nil
+end
+
+local function tail(s, n)
+  s = s or ""
+  n = n or 3000
+  if #s <= n then return s end
+  return "..." .. s:sub(-n)
+end
+
+--- Decode the last non-empty stdout line as JSON (candidate output is sent
+--- to stderr by the harness, so that line is the harness's own).
+---@param stdout string
+---@return table|nil
+function M.decode(stdout)
+  local last
+  for line in (stdout or ""):gmatch("[^\n]+") do
+    if line:match("%S") then last = line end
+  end
+  if not last then return nil end
+  local ok, v = pcall(cjson.decode, last)
+  if ok and type(v) == "table" then return v end
+  return nil
+end
+
+--- Pre-started harness processes (`harness.py worker`): each has imported
+--- JAX and waits for one step, which it runs exactly as a fresh
+--- `harness.py <step>` would and exits; a replacement starts at once, so the
+--- import (a second or more) overlaps the step before. M.pool_size workers
+--- are kept per interpreter and environment ($MK_PALLAS_POOL; 0 = off).
+--- `check` gets "light" workers that import numpy only (it never imports
+--- JAX nor candidate code). A
+--- sandboxed step gets a worker started in the same sandbox with its own
+--- directory as the writable one: the step's files are copied in, its paths
+--- rewritten, and what it wrote moved back to the step's directory. Workers
+--- still idle when the engine's main task returns are cancelled with it (and
+--- exit by themselves after M.worker_idle seconds).
+M.pool_size = tonumber(os.getenv("MK_PALLAS_POOL") or "") or 1
+M.worker_idle = 600
+M.pool_stats = { warm = 0, cold = 0 } -- steps that found a worker ready / ran a fresh process
+M.pool_max_idle = 3 -- idle workers kept over all pools; the oldest of other pools go first
+local pools = {}
+local pool_seq = 0
+
+local function stop_worker(w)
+  w.h:cancel()
+  fs.rm_rf(w.dir)
+end
+
+-- Keep at most M.pool_max_idle idle workers (those of `keep` last).
+local function trim_pools(keep)
+  local all = {}
+  for key, list in pairs(pools) do
+    for _, w in ipairs(list) do all[#all + 1] = { key = key, w = w } end
+  end
+  table.sort(all, function(a, b)
+    if (a.key == keep) ~= (b.key == keep) then return b.key == keep end
+    return a.w.seq < b.w.seq
+  end)
+  for i = 1, #all - M.pool_max_idle do
+    local list = pools[all[i].key]
+    for j, w in ipairs(list) do
+      if w == all[i].w then table.remove(list, j) break end
+    end
+    stop_worker(all[i].w)
+  end
+end
+
+--- Stop every idle pre-started worker (mk.search.eval calls it when an evaluator
+--- closes; the next step starts fresh ones).
+function M.release()
+  for key, list in pairs(pools) do
+    for _, w in ipairs(list) do stop_worker(w) end
+    pools[key] = nil
+  end
+end
+
+local function env_key(py, env)
+  local ks = {}
+  for k, v in pairs(env) do ks[#ks + 1] = k .. "=" .. tostring(v) end
+  table.sort(ks)
+  return py .. "\0" .. table.concat(ks, "\0")
+end
+
+local function worker_start(proc, task, py, env, sb, light)
+  local dir = fs.realpath(fs.tmpdir("mk-pallas-worker-"))
+  pool_seq = pool_seq + 1
+  local w = { dir = dir, seq = pool_seq }
+  local sandbox = sb and { workdir = dir, ro = sb.ro, devices = sb.devices } or nil
+  local argv = { py, M.harness(), "worker", "--inbox", dir, "--idle", tostring(M.worker_idle) }
+  if light then argv[#argv + 1] = "--light" end
+  w.h = task.spawn(function()
+    return proc.run(require("mk.services.sandbox").apply {
+      argv = argv, env = env, cwd = dir, max_output = M.defaults.max_output, sandbox = sandbox,
+    })
+  end)
+  return w
+end
+
+-- The step's workdir as seen by a sandboxed worker: its files copied into
+-- the worker's directory before, what the step wrote moved back after.
+local function copy_files(from, to)
+  for _, name in ipairs(fs.list(from) or {}) do
+    local p = from .. "/" .. name
+    if not fs.isdir(p) then assert(fs.write(to .. "/" .. name, assert(fs.read(p)))) end
+  end
+end
+
+local function move_back(from, to)
+  for _, name in ipairs(fs.list(from) or {}) do
+    if name ~= "request.json" then
+      fs.rm_rf(to .. "/" .. name)
+      assert(fs.rename(from .. "/" .. name, to .. "/" .. name))
+    end
+  end
+end
+
+-- Run argv's step in a pre-started worker: the proc.run result, or nil when
+-- no worker was ready yet (the caller runs it directly; the pool fills).
+local function pool_run(proc, argv, opts, env, timeout)
+  if M.pool_size <= 0 then return nil end
+  local task = require "mk.services.task"
+  local sb = opts.sandbox
+  local light = opts.pool == "light"
+  local key = env_key(argv[1], env) .. (light and "\0light" or "") .. (sb and ("\0sandbox\0" .. table.concat(sb.ro or {}, "\0") ..
+    tostring(sb.devices)) or "")
+  local list = pools[key] or {}
+  pools[key] = list
+  local w
+  while #list > 0 and not w do
+    w = table.remove(list, 1)
+    if w.h:done() then fs.rm_rf(w.dir); w = nil end
+  end
+  while #list < M.pool_size do list[#list + 1] = worker_start(proc, task, argv[1], env, sb, light) end
+  trim_pools(key)
+  if not w then M.pool_stats.cold = M.pool_stats.cold + 1; return nil end
+  M.pool_stats.warm = M.pool_stats.warm + 1
+  local args, cwd = { table.unpack(argv, 3) }, opts.cwd or fs.realpath(".")
+  local wd = sb and sb.workdir
+  if wd then
+    copy_files(wd, w.dir)
+    for i, a in ipairs(args) do
+      if a == wd or a:sub(1, #wd + 1) == wd .. "/" then args[i] = w.dir .. a:sub(#wd + 1) end
+    end
+    cwd = w.dir
+  end
+  assert(fs.write(w.dir .. "/request.json", cjson.encode({ argv = args, cwd = cwd }), { atomic = true }))
+  local t0 = task.now()
+  local ok, done, r = pcall(task.timeout, timeout, task.await, w.h)
+  if not (ok and done) then
+    w.h:cancel()
+    if not ok and done == task.CANCELLED then fs.rm_rf(w.dir); error(done, 0) end
+    if ok then r = { status = "timeout", stdout = "", stderr = "" } else r = nil end
+  end
+  if wd then move_back(w.dir, wd) end
+  fs.rm_rf(w.dir)
+  if not r then return { status = "exited", code = 1, stdout = "", stderr = "harness worker failed: " .. tostring(done) } end
+  r.wall_s = task.now() - t0
+  return r
+end
+
+-- Run the harness; returns the decoded JSON table (never nil: process
+-- failures become {status = "timeout"|"crash"|"error", message}).
+-- opts.pool: a pre-started worker may run the step (true: one that has
+-- imported JAX, for steps that import it anyway; "light": numpy only).
+local function harness(sub, args, opts)
+  opts = opts or {}
+  local argv = { python(), M.harness(), sub }
+  for _, a in ipairs(args) do argv[#argv + 1] = tostring(a) end
+  local timeout = opts.timeout or M.defaults.timeout
+  local proc = try_proc()
+  local t0 = os.time()
+  local r
+  if proc and coroutine.isyieldable() and opts.pool then
+    r = pool_run(proc, argv, opts, child_env(), timeout)
+  end
+  if r then
+    r.pid = r.pid or true
+  elseif proc and coroutine.isyieldable() then
+    -- No limits.mem_mb: the JAX runtimes reserve far more address space
+    -- than they use, so RLIMIT_AS would break every run.
+    local err
+    r, err = proc.run(require("mk.services.sandbox").apply {
+      argv = argv, cwd = opts.cwd, timeout = timeout, max_output = M.defaults.max_output,
+      sandbox = opts.sandbox, env = child_env(),
+    })
+    if not r then
+      return { status = "error", kind = err.kind or "spawn", message = "cannot run the harness (" .. argv[1] ..
+        "): " .. tostring(err.message), wall_s = 0 }
+    end
+  else
+    -- No mk.proc (or not in a task): a blocking fallback through coreutils
+    -- timeout; stderr goes to a temp file.
+    local errf = os.tmpname()
+    local q = {}
+    for i, a in ipairs(argv) do q[i] = shell_quote(a) end
+    local e = {}
+    for k, v in pairs(child_env()) do e[#e + 1] = shell_quote(k .. "=" .. tostring(v)) end
+    table.sort(e)
+    table.insert(q, 1, "env " .. table.concat(e, " "))
+    local cmd = string.format("timeout -k 5 %d %s 2>%s", math.ceil(timeout), table.concat(q, " "),
+      shell_quote(errf))
+    if opts.cwd then cmd = "cd " .. shell_quote(opts.cwd) .. " && " .. cmd end
+    local p = assert(io.popen(cmd, "r"))
+    local out = p:read("a")
+    local _, how, code = p:close()
+    local ef = io.open(errf, "r")
+    local err = ef and ef:read("a") or ""
+    if ef then ef:close() end
+    os.remove(errf)
+    r = { stdout = out, stderr = err, wall_s = os.time() - t0 }
+    if how == "exit" and code == 124 then
+      r.status = "timeout"
+    elseif how == "signal" then
+      r.status, r.signal = "signaled", code
+    else
+      r.status, r.code = "exited", code
+    end
+  end
+  M.last_runner = r.pid and "proc" or "popen"
+  local v = M.decode(r.stdout)
+  if r.status == "timeout" then
+    return { status = "timeout", message = string.format("harness %s ran past %gs (hang?); stderr: %s",
+      sub, timeout, tail(r.stderr, 1500)), wall_s = r.wall_s }
+  end
+  if not v then
+    local why = r.status == "signaled" and ("killed by signal " .. tostring(r.signal))
+        or ("exited " .. tostring(r.code) .. " without a result")
+    return { status = "crash", message = string.format("harness %s %s (memory blow-up or a crash in the " ..
+      "kernel?); stderr: %s", sub, why, tail(r.stderr)), wall_s = r.wall_s }
+  end
+  if r.truncated then v.output_truncated = true end
+  if M.on_result then M.on_result(sub, v) end
+  v.wall_s = r.wall_s
+  v.stderr = tail(r.stderr, 4000)
+  if v.status == "error" then
+    local e = type(v.error) == "table" and v.error or {}
+    v.kind = e.kind or "harness"
+    v.message = e.message or "harness error"
+  end
+  v.message = v.message or ""
+  return v
+end
+M._harness = harness
+
+-- A harness step that initialises JAX on the device: one slot held; a
+-- pre-started worker may run it (see M.pool_size).
+local function device_harness(sub, args, opts)
+  opts = opts or {}
+  opts.pool = true
+  return with_device(harness, sub, args, opts)
+end
+
+-- Common harness arguments from a task.
+local function task_args(task, extra)
+  local a = { "--task", task.dir }
+  if task.tolerance then
+    a[#a + 1] = "--atol"; a[#a + 1] = string.format("%.17g", task.tolerance.atol)
+    a[#a + 1] = "--rtol"; a[#a + 1] = string.format("%.17g", task.tolerance.rtol)
+  end
+  if task.dtype then a[#a + 1] = "--dtype"; a[#a + 1] = task.dtype end
+  for _, x in ipairs(extra or {}) do a[#a + 1] = x end
+  return a
+end
+
+-- The interpret mode asked for: "tpu" (TPU interpret mode), "plain"
+-- (interpret=True), "off" (native) or "auto" (the harness picks: TPU
+-- interpret mode on a CPU backend, native on a device). true = "plain",
+-- false = "off"; nil leaves it to $MK_PALLAS_INTERPRET, then "auto".
+local function interpret(task, opts)
+  local v = opts and opts.interpret
+  if v == nil then v = task.interpret end
+  if v == true then return "plain" end
+  if v == false then return "off" end
+  return v
+end
+
+local function list_str(xs)
+  local s = {}
+  for i, x in ipairs(xs or {}) do s[i] = tostring(math.tointeger(x) or x) end
+  return table.concat(s, ",")
+end
+
+-- ---------------------------------------------------------------------------
+-- Task detection and loading
+-- ---------------------------------------------------------------------------
+
+local function isfile(p)
+  local st = fs.stat(p)
+  return st ~= nil and (st.type == "file" or (st.type == "link" and not fs.isdir(p)))
+end
+
+-- Evaluate a task.lua with only math and string visible.
+local function read_task_lua(path)
+  local src, err = fs.read(path)
+  if not src then return nil, err end
+  local env = { math = math, string = string, table = table, ipairs = ipairs, pairs = pairs, tonumber = tonumber }
+  local chunk, perr = load(src, "@" .. path, "t", env)
+  if not chunk then return nil, perr end
+  local ok, v = pcall(chunk)
+  if not ok then return nil, tostring(v) end
+  if type(v) ~= "table" then return nil, path .. " must return a table" end
+  return v
+end
+
+--- Whether `dir` holds a Pallas task: JAXBench baseline.py, MaxKernel
+--- reference.py + kernel_task.yaml, or a task.lua with target = "pallas".
+---@param dir string
+---@return boolean
+function M.detect(dir)
+  if type(dir) ~= "string" then error("pallas.detect: dir must be a string", 2) end
+  if isfile(dir .. "/baseline.py") then return true end
+  if isfile(dir .. "/reference.py") and isfile(dir .. "/kernel_task.yaml") then return true end
+  if isfile(dir .. "/task.lua") then
+    local t = read_task_lua(dir .. "/task.lua")
+    return t ~= nil and t.target == "pallas"
+  end
+  return false
+end
+
+--- Load a Pallas task (any of the three formats) into a task table.
+---@param dir string task directory
+---@return table|nil task
+---@return table|nil err {kind = "bad_task", message}
+function M.load(dir)
+  if type(dir) ~= "string" then error("pallas.load: dir must be a string", 2) end
+  local abs = fs.realpath(dir)
+  if not abs or not fs.isdir(abs) then
+    return nil, { kind = "bad_task", message = "not a directory: " .. dir }
+  end
+  local spec = {}
+  if isfile(abs .. "/task.lua") and not isfile(abs .. "/baseline.py") and not isfile(abs .. "/kernel_task.yaml") then
+    local t, err = read_task_lua(abs .. "/task.lua")
+    if not t then return nil, { kind = "bad_task", message = "task.lua: " .. tostring(err) } end
+    if t.target ~= "pallas" then
+      return nil, { kind = "bad_task", message = abs .. "/task.lua: target is not \"pallas\"" }
+    end
+    spec = t
+  end
+  local args = { "--task", abs }
+  if spec.tolerance then
+    if spec.tolerance.atol then args[#args + 1] = "--atol"; args[#args + 1] = string.format("%.17g", spec.tolerance.atol) end
+    if spec.tolerance.rtol then args[#args + 1] = "--rtol"; args[#args + 1] = string.format("%.17g", spec.tolerance.rtol) end
+  end
+  if spec.name then args[#args + 1] = "--name"; args[#args + 1] = spec.name end
+  if spec.config_index then args[#args + 1] = "--config-index"; args[#args + 1] = spec.config_index end
+  local r = harness("load", args, { timeout = M.defaults.load_timeout })
+  if r.status ~= "ok" then
+    return nil, { kind = "bad_task", message = r.message ~= "" and r.message or ("cannot load " .. abs) }
+  end
+  local h = r.task
+  local task = {
+    name = h.name,
+    target = "pallas",
+    format = h.format,
+    description = spec.description or h.description,
+    dir = abs,
+    candidate_file = "kernel.py",
+    reference = h.reference,
+    reference_file = h.reference_file,
+    signature = h.signature,
+    entry = h.entry,
+    entry_params = h.entry_params,
+    tolerance = { atol = h.tolerance.atol, rtol = h.tolerance.rtol },
+    config = h.config,
+    test_configs = h.test_configs,
+    has_get_flops = h.has_get_flops,
+    seeds = spec.seeds or M.defaults.seeds,
+    heldout_seeds = spec.heldout_seeds or M.defaults.heldout_seeds,
+    timeout = spec.timeout or M.defaults.timeout,
+    dtype = spec.dtype,
+    interpret = spec.interpret,
+    test_scale = spec.test_scale,
+    python = r.python,
+  }
+  task.prompt_notes = string.format(
+    "Write %s in kernel.py using jax.experimental.pallas (pl.pallas_call); it must define `%s` with the " ..
+    "same arguments and outputs as the reference. Imports allowed: jax, numpy, functools, math. " ..
+    "Declare tunables as `# mk:tune name = [v1, v2]` with a module-level default.",
+    task.name, task.signature)
+  return task
+end
+
+-- ---------------------------------------------------------------------------
+-- Frozen tests
+-- ---------------------------------------------------------------------------
+
+local function chmod_tree_readonly(dir)
+  for _, name in ipairs(fs.list(dir) or {}) do
+    local p = dir .. "/" .. name
+    if fs.isdir(p) then
+      chmod_tree_readonly(p) -- directories stay writable so the tree can be removed
+    else
+      fs.chmod(p, tonumber("444", 8))
+    end
+  end
+end
+
+local function cases_of(list)
+  local out = {}
+  for i, c in ipairs(list or {}) do
+    out[i] = { id = c.id, seed = math.tointeger(c.seed) or c.seed, heldout = c.heldout, shapes = c.shapes }
+  end
+  return out
+end
+
+--- Freeze the tests from the reference into tests_dir (idempotent: an
+--- existing manifest is verified instead).
+---@param task table
+---@param tests_dir string
+---@param opts? {timeout?: number}
+---@return table result {status, cases, manifest, manifest_sha, fresh, message}
+function M.freeze(task, tests_dir, opts)
+  opts = opts or {}
+  if type(tests_dir) ~= "string" then error("pallas.freeze: tests_dir must be a string", 2) end
+  local manifest = tests_dir .. "/manifest.sha256"
+  if fs.exists(manifest) then
+    local r = harness("verify", { "--tests", tests_dir }, { timeout = M.defaults.check_timeout })
+    if r.status == "ok" then task.tests_dir = tests_dir end
+    return {
+      status = r.status == "ok" and "ok" or "error", cases = cases_of(r.cases), manifest = manifest,
+      manifest_sha = r.manifest_sha, fresh = false, message = r.message, wall_s = r.wall_s, kind = r.kind,
+    }
+  end
+  fs.mkdirs(tests_dir)
+  local fargs = { "--tests", tests_dir, "--seeds", list_str(task.seeds), "--heldout", list_str(task.heldout_seeds) }
+  local scale = opts.test_scale or task.test_scale
+  if scale ~= nil then
+    fargs[#fargs + 1] = "--test-scale"; fargs[#fargs + 1] = scale == false and "off" or tostring(scale)
+  end
+  local r = device_harness("freeze", task_args(task, fargs), { timeout = opts.timeout or M.defaults.freeze_timeout })
+  if r.status ~= "ok" then
+    return { status = "error", kind = r.kind, message = "freezing the tests failed: " .. r.message, fresh = true,
+      wall_s = r.wall_s }
+  end
+  chmod_tree_readonly(tests_dir)
+  task.tests_dir = tests_dir
+  return {
+    status = "ok", cases = cases_of(r.cases), manifest = manifest, manifest_sha = r.manifest_sha,
+    fresh = true, message = table.concat(r.warnings or {}, "; "), warnings = r.warnings, wall_s = r.wall_s,
+    test_scale = r.test_scale, scaled_config = r.scaled_config,
+  }
+end
+
+-- ---------------------------------------------------------------------------
+-- Candidate steps
+-- ---------------------------------------------------------------------------
+
+local function candidate_args(task, build, extra, opts)
+  local a = task_args(task, { "--candidate", build.candidate })
+  if build.defines and next(build.defines) then
+    a[#a + 1] = "--params"; a[#a + 1] = cjson.encode(build.defines)
+  end
+  local mode = interpret(task, opts)
+  if mode then a[#a + 1] = "--interpret"; a[#a + 1] = tostring(mode) end
+  for _, x in ipairs(extra or {}) do a[#a + 1] = x end
+  return a
+end
+
+--- Extra read-only paths for sandboxed harness runs (e.g. a PYTHONPATH).
+M.sandbox_ro = {}
+
+--- Candidate steps run under bubblewrap unless opts.sandbox = false or
+--- $MK_PALLAS_SANDBOX=0 (as the C target's always do).
+M.sandbox = os.getenv("MK_PALLAS_SANDBOX") ~= "0"
+
+-- bubblewrap options for a candidate process: the task, the harness, the
+-- interpreter's directories and the given inputs are visible read-only, the
+-- build workdir read-write, the host's accelerator device nodes and driver
+-- paths when there are any (mk.services.sandbox `devices`), nothing else (expected
+-- outputs included).
+local function sandbox_for(task, workdir, opts, ro_extra)
+  local want = opts and opts.sandbox
+  if want == nil then want = M.sandbox end
+  if not want then return nil end
+  local ro = { task.dir, fs.realpath(home.path("targets/pallas")) }
+  for _, p in ipairs(M.sandbox_ro) do ro[#ro + 1] = p end
+  for _, p in ipairs((task.python or {}).paths or {}) do ro[#ro + 1] = p end
+  for _, p in ipairs(ro_extra or {}) do ro[#ro + 1] = p end
+  return { workdir = workdir, ro = ro, devices = true }
+end
+
+-- What a candidate process may see of the frozen tests.
+local function visible_inputs(tests_dir)
+  return { tests_dir .. "/inputs", tests_dir .. "/cases.json", tests_dir .. "/manifest.sha256" }
+end
+
+--- Write the candidate files into workdir and compile (jax.jit(...).lower()
+--- then .compile()). opts.defines = tunable values; opts.tests_dir gives
+--- the input shapes (else the reference's inputs are built).
+---@param task table
+---@param files table {[filename] = source}
+---@param workdir string
+---@param opts? {defines?: table, tests_dir?: string, timeout?: number, interpret?: boolean, sandbox?: boolean}
+---@return table build
+function M.compile(task, files, workdir, opts)
+  opts = opts or {}
+  if type(files) ~= "table" or type(files[task.candidate_file]) ~= "string" then
+    error("pallas.compile: files must contain " .. task.candidate_file, 2)
+  end
+  fs.mkdirs(workdir)
+  for name, src in pairs(files) do
+    if name:find("/", 1, true) or name:sub(1, 1) == "." then error("pallas.compile: bad file name " .. name, 2) end
+    assert(fs.write(workdir .. "/" .. name, src))
+  end
+  local build = { workdir = workdir, candidate = workdir .. "/" .. task.candidate_file, defines = opts.defines or {} }
+  -- Input shapes come from the frozen tests (opts.tests_dir, else the ones
+  -- freeze last verified for this task); without them the harness builds
+  -- the reference's inputs.
+  local tests_dir = opts.tests_dir or task.tests_dir
+  local extra = {}
+  if tests_dir then extra = { "--tests", tests_dir } end
+  local r = device_harness("compile", candidate_args(task, build, extra, opts), {
+    timeout = opts.timeout or task.timeout, cwd = workdir,
+    sandbox = sandbox_for(task, workdir, opts, tests_dir and visible_inputs(tests_dir) or nil),
+  })
+  build.status = r.status
+  build.message = r.message
+  build.log = r.stderr
+  build.phase = r.phase
+  build.kind = r.kind
+  build.compile_s = r.compile_s
+  build.lower_s = r.lower_s
+  build.wall_s = r.wall_s
+  build.device = r.device
+  build.interpret = r.interpret
+  build.timing = r.timing
+  return build
+end
+
+--- Run the frozen cases of opts.group ("search" or "heldout") in one
+--- process and check them in another that never loads candidate code.
+---@param task table
+---@param build table from compile
+---@param tests_dir string
+---@param opts? {group?: string, timeout?: number, interpret?: boolean, sandbox?: boolean}
+---@return table {status, correct, message, cases, wall_s}
+function M.test(task, build, tests_dir, opts)
+  opts = opts or {}
+  if build.status ~= "ok" then
+    return { status = build.status, correct = false, message = build.message, cases = {}, wall_s = 0 }
+  end
+  local group = opts.group or "search"
+  local outputs = build.workdir .. "/outputs-" .. group
+  fs.rm_rf(outputs)
+  fs.mkdirs(outputs)
+  local extra = { "--tests", tests_dir, "--outputs", outputs }
+  if group == "heldout" then extra[#extra + 1] = "--heldout-cases" end
+  local r = device_harness("run", candidate_args(task, build, extra, opts), {
+    timeout = opts.timeout or task.timeout, cwd = build.workdir,
+    sandbox = sandbox_for(task, build.workdir, opts, visible_inputs(tests_dir)),
+  })
+  local wall = r.wall_s or 0
+  if r.status ~= "ok" then
+    return { status = r.status, correct = false, message = r.message, cases = {}, wall_s = wall, kind = r.kind,
+      phase = r.phase }
+  end
+  local cargs = task_args(task, { "--tests", tests_dir, "--outputs", outputs })
+  if group == "heldout" then cargs[#cargs + 1] = "--heldout-cases" end
+  local c = harness("check", cargs, { timeout = M.defaults.check_timeout, pool = "light" })
+  local cases = {}
+  for i, x in ipairs(c.cases or {}) do
+    cases[i] = { id = x.case, call = x.call, ok = x.ok, message = x.message, reason = x.reason,
+      max_abs_err = x.max_abs_err }
+  end
+  return {
+    status = c.status, correct = c.status == "ok", message = c.message, reason = c.reason, cases = cases,
+    wall_s = wall + (c.wall_s or 0), kind = c.kind,
+  }
+end
+
+-- Timing options shared by bench/profile/baseline: `iters` (or
+-- `min_reps`), `min_time` (s of timed calls to aim for), `max_reps`, `warmup`.
+-- An interpreter's timings are not kernel timings (results say timing =
+-- "interpret"): a few untraced calls show that the kernel runs, no more.
+M.interpret_timing = { warmup = 1, iters = 3, max_reps = 3, no_trace = true }
+
+local function timing_args(opts, a, interpreted)
+  a = a or {}
+  if interpreted then
+    local o = {}
+    for k, v in pairs(opts) do o[k] = v end
+    for k, v in pairs(M.interpret_timing) do o[k] = v end
+    o.min_reps, o.min_time = nil, nil
+    opts = o
+  end
+  local function add(k, v) if v ~= nil then a[#a + 1] = k; a[#a + 1] = tostring(v) end end
+  add("--warmup", math.tointeger(opts.warmup) or opts.warmup or M.defaults.warmup)
+  add("--iters", math.tointeger(opts.iters or opts.min_reps) or opts.iters or opts.min_reps or M.defaults.iters)
+  if opts.min_time then add("--min-time", string.format("%.6g", opts.min_time)) end
+  if opts.max_reps then add("--max-iters", math.tointeger(opts.max_reps) or opts.max_reps) end
+  if opts.no_trace then a[#a + 1] = "--no-trace" end
+  return a
+end
+
+local function timing(r)
+  local s = (r.method == "device" and r.device) or r.wall or {}
+  return s
+end
+
+--- Time the candidate on the benchmark case (the task's own inputs);
+--- the timed runs' output is checked against the frozen expected output.
+---@param task table
+---@param build table
+---@param opts {tests_dir: string, warmup?: integer, iters?: integer, timeout?: number, interpret?: boolean, no_trace?: boolean}
+---@return table {status, correct, latency_s, spread, min_s, max_s, reps, method, message, wall_s}
+function M.bench(task, build, opts)
+  opts = opts or {}
+  if build.status ~= "ok" then
+    return { status = build.status, correct = false, message = build.message, wall_s = 0 }
+  end
+  if type(opts.tests_dir) ~= "string" then error("pallas.bench: opts.tests_dir is required", 2) end
+  local outputs = build.workdir .. "/outputs-bench"
+  fs.rm_rf(outputs)
+  local extra = timing_args(opts, { "--tests", opts.tests_dir, "--no-check-output", "--save-output", outputs },
+    build.timing == "interpret")
+  local r = device_harness("bench", candidate_args(task, build, extra, opts), {
+    timeout = opts.timeout or task.timeout, cwd = build.workdir,
+    sandbox = sandbox_for(task, build.workdir, opts, visible_inputs(opts.tests_dir)),
+  })
+  if r.status ~= "ok" then
+    return { status = r.status, correct = false, message = r.message, wall_s = r.wall_s, kind = r.kind,
+      reason = r.reason }
+  end
+  -- The timed runs' output, checked by a process that runs no candidate code.
+  local c = harness("check", task_args(task, { "--tests", opts.tests_dir, "--outputs", outputs,
+    "--cases", r.case, "--calls", "bench" }), { timeout = M.defaults.check_timeout, pool = "light" })
+  if c.status ~= "ok" then
+    return { status = c.status, correct = false, reason = c.reason, kind = c.kind, wall_s = r.wall_s,
+      message = "output of the timed runs is wrong: " .. tostring(c.message) }
+  end
+  local s = timing(r)
+  return {
+    status = "ok", correct = true, latency_s = r.latency_s, spread = r.spread, min_s = s.min_s, max_s = s.max_s,
+    reps = math.tointeger(s.n) or s.n, method = r.method, message = "", wall_s = r.wall_s,
+    trace_error = r.trace_error, device = r.device_info, timing = r.timing, interpret = r.interpret,
+  }
+end
+
+local function profile_result(r)
+  local p = r.profile or {}
+  local function g(x) return x and x / 1e9 or nil end
+  return {
+    status = r.status, text = r.text or "", message = r.message or "",
+    gflops = g(p.achieved_flops), gbps = g(p.achieved_bytes_per_s),
+    peak_gflops = g(p.peak_flops), peak_gbps = g(p.peak_bytes_per_s),
+    intensity = p.intensity, bound = p.bound, chip = p.chip,
+    flops = p.flops, bytes = p.bytes, flops_source = p.flops_source, bytes_source = p.bytes_source,
+    latency_s = r.latency_s, counters = nil, timing = r.timing,
+    counters_message = "no hardware counters for the Pallas target; use XProf for per-op detail",
+    wall_s = r.wall_s, device = r.device_info,
+  }
+end
+
+--- cost_analysis FLOPs/bytes, achieved rates vs the chip's peaks, bound.
+---@param task table
+---@param build table
+---@param opts? {tests_dir?: string, latency_s?: number, timeout?: number, interpret?: boolean}
+---@return table {status, text, gflops, gbps, peak_gflops, peak_gbps, intensity, bound, message}
+function M.profile(task, build, opts)
+  opts = opts or {}
+  if build.status ~= "ok" then return { status = build.status, text = "", message = build.message } end
+  local extra = timing_args(opts, nil, build.timing == "interpret")
+  if opts.tests_dir then extra[#extra + 1] = "--tests"; extra[#extra + 1] = opts.tests_dir end
+  if opts.latency_s then extra[#extra + 1] = "--latency-s"; extra[#extra + 1] = string.format("%.17g", opts.latency_s) end
+  local r = device_harness("profile", candidate_args(task, build, extra, opts), {
+    timeout = opts.timeout or task.timeout, cwd = build.workdir,
+    sandbox = sandbox_for(task, build.workdir, opts, opts.tests_dir and visible_inputs(opts.tests_dir) or nil),
+  })
+  return profile_result(r)
+end
+
+--- The XLA baseline: jax.jit of the reference, timed like a candidate.
+---@param task table
+---@param opts? {tests_dir?: string, warmup?: integer, iters?: integer, timeout?: number}
+---@return table {status, latency_s, spread, min_s, max_s, reps, method, flops, bytes, text, message, wall_s}
+function M.baseline(task, opts)
+  opts = opts or {}
+  local extra = timing_args(opts)
+  local tests_dir = opts.tests_dir or task.tests_dir
+  if tests_dir then extra[#extra + 1] = "--tests"; extra[#extra + 1] = tests_dir end
+  local r = device_harness("baseline", task_args(task, extra), { timeout = opts.timeout or task.timeout })
+  if r.status ~= "ok" then
+    return { status = r.status == "error" and "error" or r.status, message = r.message, kind = r.kind,
+      wall_s = r.wall_s }
+  end
+  local s = timing(r)
+  return {
+    status = "ok", correct = true, latency_s = r.latency_s, spread = r.spread, min_s = s.min_s, max_s = s.max_s,
+    reps = math.tointeger(s.n) or s.n, method = r.method, flops = r.flops, bytes = r.bytes, text = r.text,
+    message = "", wall_s = r.wall_s, device = r.device_info, profile = profile_result(r), timing = r.timing,
+  }
+end
+
+-- ---------------------------------------------------------------------------
+-- Tunables (pure Lua, mirrors harness.parse_tunables)
+-- ---------------------------------------------------------------------------
+
+local function parse_value(s)
+  s = s:match("^%s*(.-)%s*$")
+  if s == "" then return nil end
+  local q = s:match('^"(.*)"$') or s:match("^'(.*)'$")
+  if q then return q end
+  if s == "True" or s == "true" then return true end
+  if s == "False" or s == "false" then return false end
+  local n = tonumber(s)
+  if n then return math.tointeger(n) or n end
+  return s
+end
+
+--- Tunables declared in a candidate: `# mk:tune block_m = [128, 256]`
+--- (also `# mk:tune NAME v1 v2`). Raises on a malformed or duplicate line.
+---@param source string
+---@return table list of {name =, values = {...}}
+function M.tunables(source)
+  if type(source) ~= "string" then error("pallas.tunables: source must be a string", 2) end
+  local out, seen, lineno = {}, {}, 0
+  for line in (source .. "\n"):gmatch("([^\n]*)\n") do
+    lineno = lineno + 1
+    local name, rest = line:match("^%s*#%s*mk:tune%s+([%a_][%w_]*)%s*(.-)%s*$")
+    if not name then name, rest = line:match("^%s*//%s*mk:tune%s+([%a_][%w_]*)%s*(.-)%s*$") end
+    if name then
+      local values = {}
+      if rest:sub(1, 1) == "=" then
+        local body = rest:sub(2):match("^%s*(.-)%s*$")
+        local inner = body:match("^%[(.*)%]$") or body:match("^%((.*)%)$")
+        if not inner then
+          error(string.format("pallas.tunables: line %d: values of %s must be a [list]", lineno, name), 2)
+        end
+        for item in (inner .. ","):gmatch("([^,]*),") do
+          local v = parse_value(item)
+          if v ~= nil then values[#values + 1] = v end
+        end
+      else
+        for item in rest:gsub(",", " "):gmatch("%S+") do values[#values + 1] = parse_value(item) end
+      end
+      if #values == 0 then error(string.format("pallas.tunables: line %d: %s has no values", lineno, name), 2) end
+      if seen[name] then error(string.format("pallas.tunables: line %d: %s declared twice", lineno, name), 2) end
+      seen[name] = true
+      out[#out + 1] = { name = name, values = values }
+    end
+  end
+  return out
+end
+
+return M
