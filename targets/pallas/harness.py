@@ -533,7 +533,8 @@ def compare_outputs(got, want, atol, rtol, max_report=5):
         if bad.any():
             idx = np.argwhere(bad)[0].tolist()
             return fail("nonfinite", "%s has %d NaN/Inf value(s) where the reference is finite "
-                        "(first at index %s: %r); unwritten or poisoned output?"
+                        "(first at index %s: %r): an unwritten or poisoned output, or a read of uninitialised "
+                        "memory (TPU interpret mode fills VMEM scratch with NaN)?"
                         % (label, int(bad.sum()), idx, float(g[tuple(idx)])))
         # The absolute term is scaled by the expected output's RMS (capped at
         # 1), as in the C target: an all-zero or near-zero output cannot pass
@@ -864,7 +865,8 @@ def _to_numpy(x):
 
 
 def _install_interpret(jax):
-    """Force interpret mode on every pallas_call (runs anywhere, also CPU)."""
+    """Plain interpret mode: force interpret=True on every pallas_call (runs
+    anywhere, also CPU, without TPU memory semantics)."""
     try:
         from jax.experimental import pallas as pl  # noqa: PLC0415
     except ImportError:
@@ -880,14 +882,121 @@ def _install_interpret(jax):
     pl.pallas_call = pallas_call
 
 
-def load_candidate(path, params=None, interpret=False):
+INTERPRET_MODES = ("auto", "tpu", "plain", "off")
+
+
+def interpret_mode(jax, mode):
+    """The interpret mode a step runs in: 'tpu' (TPU interpret mode: Pallas
+    TPU kernels run on the CPU with simulated HBM/VMEM, DMAs and semaphores,
+    race detection, NaN-filled uninitialised memory, raising out-of-bounds
+    reads), 'plain' (interpret=True) or 'off' (native). 'auto' is 'tpu' when
+    JAX's backend is the CPU, else 'off'."""
+    mode = {"1": "plain", "true": "plain", "0": "off", "false": "off", "": "auto", None: "auto"}.get(mode, mode)
+    if mode not in INTERPRET_MODES:
+        raise HarnessError("bad_args", "interpret mode %r is not one of %s" % (mode, ", ".join(INTERPRET_MODES)))
+    if mode == "auto":
+        return "tpu" if jax.default_backend() == "cpu" else "off"
+    return mode
+
+
+def tpu_interpret_params():
+    from jax.experimental.pallas import tpu as pltpu  # noqa: PLC0415
+    return pltpu.InterpretParams(detect_races=True, out_of_bounds_reads="raise", uninitialized_memory="nan")
+
+
+def reset_tpu_interpret():
+    """After an exception in a TPU-interpreted kernel its simulated state
+    stays behind and must be reset before the next kernel runs."""
+    from jax.experimental.pallas import tpu as pltpu  # noqa: PLC0415
+    pltpu.reset_tpu_interpret_mode_state()
+
+
+class _Tee(io.TextIOBase):
+    """sys.stdout while an interpreted kernel runs: everything still goes to
+    `out` (stderr), and is kept so the race detector's report can be read."""
+
+    def __init__(self, out):
+        super().__init__()
+        self.out, self.parts = out, []
+
+    def write(self, s):
+        self.parts.append(s)
+        return self.out.write(s)
+
+    def flush(self):
+        self.out.flush()
+
+    def text(self):
+        return "".join(self.parts)
+
+
+_RACE_RE = re.compile(r"RACE DETECTED\n(?:[^\n]*\n){0,4}")
+_OOB_RE = re.compile(r"Out-of-bounds (?:read|write)[^\n]*")
+
+
+def _races_found():
+    try:
+        from jax._src.pallas.mosaic.interpret import interpret_pallas_call as ipc  # noqa: PLC0415
+    except ImportError:
+        return False
+    return bool(getattr(ipc.races, "races_found", False)) if ipc.races is not None else False
+
+
+def _clear_races():
+    try:
+        from jax._src.pallas.mosaic.interpret import interpret_pallas_call as ipc  # noqa: PLC0415
+    except ImportError:
+        return
+    if ipc.races is not None:
+        ipc.races.races_found = False
+
+
+def call_checked(compiled, args, mode, candidate_path=None):
+    """Call `compiled` and wait for it. In TPU interpret mode, a data race,
+    an out-of-bounds access or (through NaN outputs, found by `check`) a
+    read of uninitialised memory is the candidate's fault: returns
+    (output, None) or (None, verdict) with status "incorrect" and a reason
+    "race" | "out_of_bounds" that says which."""
+    if mode != "tpu":
+        out = compiled(*args)
+        _sync(out)
+        return out, None
+    _clear_races()
+    tee = _Tee(sys.stdout)
+    saved, sys.stdout = sys.stdout, tee
+    try:
+        out = compiled(*args)
+        _sync(out)
+    except Exception as e:  # noqa: BLE001 (classified below, re-raised otherwise)
+        reset_tpu_interpret()
+        m = _OOB_RE.search(name_candidate(str(e), candidate_path))
+        if not m:
+            raise
+        return None, {"status": "incorrect", "correct": False, "reason": "out_of_bounds",
+                      "message": "TPU interpret mode: the kernel accessed memory out of bounds: %s (a block "
+                                 "index or pl.ds slice goes past the array or scratch buffer)" % m.group(0)}
+    finally:
+        sys.stdout = saved
+    report = tee.text()
+    if "RACE DETECTED" in report or _races_found():
+        m = _RACE_RE.search(report)
+        detail = name_candidate(m.group(0).strip().replace("\n", "; ") if m else "", candidate_path)
+        return None, {"status": "incorrect", "correct": False, "reason": "race",
+                      "message": "TPU interpret mode detected a data race (a read or write of a buffer while a "
+                                 "DMA into it is in flight, or concurrent grid steps touching the same data: "
+                                 "wait on the DMA semaphore before using the buffer)%s"
+                                 % (": " + detail if detail else "")}
+    return out, None
+
+
+def load_candidate(path, params=None, interpret="off"):
     """Import the candidate; tunable params become module globals before any
     trace. Raises CandidateError('import') on failure."""
     jax = _jax()
     bad = scan_candidate(_read(path))
     if bad:
         raise CandidateRejected("; ".join(bad[:5]))
-    if interpret:
+    if interpret == "plain":
         _install_interpret(jax)
     try:
         mod = _import_file(path, "mk_candidate")
@@ -911,16 +1020,40 @@ class CandidateError(Exception):
 def error_text(exc, candidate_path=None, limit=6000):
     """Exception text for an LLM: type, message, and the candidate's frames."""
     msg = "%s: %s" % (type(exc).__name__, exc)
+    if getattr(exc, "mk_note", None):
+        msg = "%s: %s" % (exc.mk_note, msg)
     frames = traceback.extract_tb(exc.__traceback__)
     mine = [f for f in frames if candidate_path and os.path.abspath(f.filename) == os.path.abspath(candidate_path)]
+    if candidate_path:
+        msg = name_candidate(msg, candidate_path)
     if isinstance(exc, SyntaxError) and exc.lineno:
         mine_txt = "kernel.py:%s: %s" % (exc.lineno, (exc.text or "").rstrip())
         msg = mine_txt + "\n" + msg
     elif mine:
         msg = "\n".join("kernel.py:%d in %s: %s" % (f.lineno, f.name, (f.line or "").strip()) for f in mine) + "\n" + msg
+    elif candidate_path:
+        # Errors raised while lowering (after tracing) carry no candidate
+        # frame, but Pallas names the kernel's source line in the text.
+        m = re.search(r"kernel\.py:(\d+)", msg)
+        if m:
+            msg = "kernel.py:%s: %s\n%s" % (m.group(1), _source_line(candidate_path, int(m.group(1))), msg)
     if len(msg) > limit:
         msg = msg[:limit // 2] + "\n...[truncated]...\n" + msg[-limit // 2:]
     return msg
+
+
+def name_candidate(text, candidate_path):
+    """The candidate's absolute path, as JAX prints it, shown as kernel.py."""
+    return text.replace(os.path.abspath(candidate_path), "kernel.py") if candidate_path else text
+
+
+def _source_line(path, lineno):
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        return lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+    except OSError:
+        return ""
 
 
 def classify_compile_error(text):
@@ -945,12 +1078,31 @@ def entry_fn(task, mod, statics):
     return bind
 
 
-def lower_and_compile(jax, fn, args, candidate_path=None):
-    """(compiled, timings) or raise CandidateError('lower'|'compile')."""
+def lower_and_compile(jax, fn, args, candidate_path=None, interpret="off"):
+    """(compiled, timings) or raise CandidateError('lower'|'compile').
+    In TPU interpret mode the kernel is first lowered for the TPU (Mosaic
+    lowering runs on any host: block shapes, layouts and unsupported ops are
+    checked as a TPU would), then lowered and compiled for the CPU with
+    every pallas_call run by TPU interpret mode."""
     specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) if hasattr(a, "shape") else a for a in args]
     t0 = time.perf_counter()
     try:
-        lowered = jax.jit(fn).lower(*specs)
+        if interpret == "tpu":
+            try:
+                traced = jax.jit(fn).trace(*specs)
+            except BaseException as e:  # noqa: BLE001
+                e.mk_note = "tracing the candidate failed"
+                raise
+            try:
+                traced.lower(lowering_platforms=("tpu",))
+            except BaseException as e:  # noqa: BLE001
+                e.mk_note = "lowering for TPU (Mosaic) failed"
+                raise
+            from jax.experimental.pallas import tpu as pltpu  # noqa: PLC0415
+            with pltpu.force_tpu_interpret_mode(tpu_interpret_params()):
+                lowered = jax.jit(fn).lower(*specs)
+        else:
+            lowered = jax.jit(fn).lower(*specs)
     except BaseException as e:  # noqa: BLE001
         raise CandidateError("lower", e)
     t1 = time.perf_counter()
@@ -982,7 +1134,10 @@ def poison_device(jax, mbytes=None):
     """Fill a chunk of device memory with NaN then free it, so a kernel that
     returns uninitialised buffers shows NaN rather than a previous result."""
     if mbytes is None:
-        mbytes = int(os.environ.get("MK_PALLAS_POISON_MB", "256"))
+        # A host backend gains little from a large fill (interpreted kernels
+        # get NaN-filled buffers anyway) and pays for it on every call.
+        default = "256" if jax.default_backend() != "cpu" else "8"
+        mbytes = int(os.environ.get("MK_PALLAS_POISON_MB", default))
     if mbytes <= 0:
         return
     try:
@@ -1047,6 +1202,59 @@ def _split_inputs(dyn):
     return kinds, arrays, scalars
 
 
+TEST_SCALE_CAP = 256  # largest size a scaled CONFIG entry keeps (see scale_config)
+_NOT_SIZES = ("seed", "atol", "rtol", "eps")
+
+
+def _two_adic(v):
+    return v & -v
+
+
+def scale_size(v, cap):
+    """A test-sized stand-in for the integer size v: v itself when v <= cap,
+    else the largest divisor of v that is at most cap and keeps v's power-of-
+    two factor up to 128 (so block sizes a kernel may assume still tile: 8192
+    -> 256, 28672 -> 256, 14336 -> 256, 1000 -> 200)."""
+    if v <= cap:
+        return v
+    need = min(_two_adic(v), 128)
+    for d in range(cap, 0, -1):
+        if v % d == 0 and d % need == 0:
+            return d
+    return cap
+
+
+def scale_config(config, cap):
+    """The CONFIG entries a test-scaled case overrides: every integer entry
+    (not bool, not a tolerance or seed) larger than cap, shrunk by scale_size.
+    Benchmarks keep the task's own CONFIG."""
+    out = {}
+    if not cap:
+        return out
+    for k, v in (config or {}).items():
+        if isinstance(v, bool) or not isinstance(v, int) or k.lower() in _NOT_SIZES:
+            continue
+        sv = scale_size(v, cap)
+        if sv != v:
+            out[k] = sv
+    return out
+
+
+def test_scale_cap(jax, value):
+    """--test-scale: 'auto' (scale on a CPU backend, where kernels are
+    interpreted; not on a device), 'off' / 0, or the cap as an integer."""
+    v = str(value or "auto").lower()
+    if v == "auto":
+        return TEST_SCALE_CAP if jax.default_backend() == "cpu" else None
+    if v in ("off", "0", "none", "false"):
+        return None
+    try:
+        n = int(v)
+    except ValueError:
+        raise HarnessError("bad_args", "--test-scale must be auto, off or a size, not %r" % value)
+    return n if n > 0 else None
+
+
 def cmd_freeze(a):
     task = load_task(a.task, _overrides(a))
     jax = _jax()
@@ -1057,10 +1265,12 @@ def cmd_freeze(a):
         os.makedirs(os.path.join(tests, sub), exist_ok=True)
     seeds = _int_list(a.seeds) or [0]
     heldout = _int_list(a.heldout)
-    plan = [("s%d" % s, s, None, False) for s in seeds]
+    cap = test_scale_cap(jax, a.test_scale)
+    scaled = scale_config(task["config"], cap) or None
+    plan = [("s%d" % s, s, scaled, False) for s in seeds]
     for i, cfg in enumerate(task["test_configs"]):
-        plan.append(("c%d" % i, seeds[0], cfg, False))
-    plan += [("h%d" % s, s, None, True) for s in heldout]
+        plan.append(("c%d" % i, seeds[0], dict(scaled or {}, **cfg), False))
+    plan += [("h%d" % s, s, scaled, True) for s in heldout]
     cases, warnings, digests = [], [], {}
     ref_fn = None
     for cid, seed, cfg, held in plan:
@@ -1096,9 +1306,11 @@ def cmd_freeze(a):
     with open(os.path.join(tests, "cases.json"), "w") as f:
         json.dump({"task": task["name"], "format": task["format"], "cases": cases,
                    "tolerance": task["tolerance"], "dtype": a.dtype, "device": device_info(jax),
+                   "test_scale": cap, "scaled_config": scaled or {},
                    "harness_version": HARNESS_VERSION}, f, indent=1)
     n = write_manifest(tests)
-    return {"status": "ok", "cases": cases, "files": n, "warnings": warnings,
+    return {"status": "ok", "cases": cases, "files": n, "warnings": warnings, "test_scale": cap,
+            "scaled_config": scaled or {},
             "manifest_sha": sha256_file(os.path.join(tests, MANIFEST))}
 
 
@@ -1108,6 +1320,30 @@ def cmd_verify(a):
     info = read_cases(a.tests)
     return {"status": "ok", "cases": info.get("cases", []), "files": len(files),
             "manifest_sha": sha256_file(os.path.join(a.tests, MANIFEST))}
+
+
+def task_flops(ref, config=None):
+    """The task's get_flops() for the CONFIG a case was made with (a test-
+    scaled case has other sizes than the module's CONFIG), or None."""
+    if not hasattr(ref, "get_flops"):
+        return None
+    saved = None
+    if config and isinstance(getattr(ref, "CONFIG", None), dict):
+        saved = dict(ref.CONFIG)
+        ref.CONFIG.update(config)
+    try:
+        return float(ref.get_flops())
+    finally:
+        if saved is not None:
+            ref.CONFIG.clear()
+            ref.CONFIG.update(saved)
+
+
+def _case_config(a):
+    if not getattr(a, "tests", None):
+        return None
+    cid = a.case or (case_ids(a.tests) or [None])[0]
+    return read_case(a.tests, cid).get("config") if cid else None
 
 
 def _bench_args(task, a):
@@ -1122,22 +1358,29 @@ def _bench_args(task, a):
     return make_inputs(task, ref, 0, None, _resolve_dtype(a.dtype))
 
 
+def _timing_kind(mode):
+    """What a step's timings are: 'interpret' (an interpreter's speed on the
+    host, never a kernel timing) or 'device' (native: device events or wall)."""
+    return "interpret" if mode in ("tpu", "plain") else "device"
+
+
 def _candidate_compiled(task, a):
     jax = _jax()
     args, statics = _bench_args(task, a)
+    mode = interpret_mode(jax, a.interpret)
     try:
-        mod = load_candidate(a.candidate, _params(a), a.interpret)
+        mod = load_candidate(a.candidate, _params(a), mode)
         fn = entry_fn(task, mod, statics)
         if fn is None:
             return None, args, {"status": "compile_error", "phase": "import", "kind": "import",
                                 "message": "kernel.py does not define %s(); it must match: %s"
                                            % (task["entry"], task["signature"])}
-        compiled, times = lower_and_compile(jax, fn, args, a.candidate)
+        compiled, times = lower_and_compile(jax, fn, args, a.candidate, mode)
     except CandidateRejected as e:
         return None, args, {"status": "rejected", "message": "kernel.py breaks the rules: %s" % e}
     except CandidateError as e:
-        return None, args, candidate_failure(e, a.candidate)
-    return compiled, args, {"status": "ok", **times}
+        return None, args, dict(candidate_failure(e, a.candidate), interpret=mode)
+    return compiled, args, {"status": "ok", "interpret": mode, "timing": _timing_kind(mode), **times}
 
 
 def cmd_compile(a):
@@ -1154,21 +1397,29 @@ def cmd_run(a):
     verify_manifest(a.tests, subset={"inputs"})
     cases = a.cases.split(",") if a.cases else case_ids(a.tests, heldout=a.heldout_cases)
     os.makedirs(a.outputs, exist_ok=True)
+    mode = interpret_mode(jax, a.interpret)
     try:
-        mod = load_candidate(a.candidate, _params(a), a.interpret)
+        mod = load_candidate(a.candidate, _params(a), mode)
     except CandidateRejected as e:
         return {"status": "rejected", "message": "kernel.py breaks the rules: %s" % e}
     except CandidateError as e:
         return candidate_failure(e, a.candidate)
-    ran = []
+    ran, executables = [], {}
+    own = {"compile_s": 0.0, "calls_s": 0.0}  # the candidate's own compile and run time
     for cid in cases:
         args, statics = frozen_case_inputs(a.tests, cid)
         fn = entry_fn(task, mod, statics)
         if fn is None:
             return {"status": "compile_error", "phase": "import", "kind": "import",
                     "message": "kernel.py does not define %s()" % task["entry"]}
+        # Cases of the same shapes (the seeds) share one executable.
+        sig = json.dumps([[list(x.shape), str(x.dtype)] if hasattr(x, "shape") else repr(x) for x in args]
+                         + [repr(statics)])
         try:
-            compiled, _ = lower_and_compile(jax, fn, args, a.candidate)
+            if sig not in executables:
+                executables[sig], times = lower_and_compile(jax, fn, args, a.candidate, mode)
+                own["compile_s"] += times["lower_s"] + times["compile_s"]
+            compiled = executables[sig]
         except CandidateError as e:
             return candidate_failure(e, a.candidate)
         # Two calls with fresh poison between: both outputs are checked, so
@@ -1176,8 +1427,13 @@ def cmd_run(a):
         for call in ("first", "repeat"):
             poison_device(jax)
             try:
-                out = compiled(*[x for x in args])
-                _sync(out)
+                t0 = time.perf_counter()
+                out, verdict = call_checked(compiled, list(args), mode, a.candidate)
+                own["calls_s"] += time.perf_counter() - t0
+                if verdict:
+                    verdict.update(case=cid, call=call, phase="run", interpret=mode,
+                                   message="case %s (%s call): %s" % (cid, call, verdict["message"]))
+                    return verdict
                 outs = [_to_numpy(o) for o in _leaves(out)]
             except BaseException as e:  # noqa: BLE001
                 return {"status": "crash", "phase": "run", "case": cid, "message": error_text(e, a.candidate)}
@@ -1185,7 +1441,7 @@ def cmd_run(a):
             with open(os.path.join(a.outputs, "%s.%s.json" % (cid, call)), "w") as f:
                 json.dump({"outputs": ometa}, f)
         ran.append(cid)
-    return {"status": "ok", "cases": ran}
+    return {"status": "ok", "cases": ran, "interpret": mode, **own}
 
 
 def cmd_check(a):
@@ -1249,6 +1505,7 @@ def time_compiled(jax, compiled, args, module, warmup=3, iters=20, use_trace=Tru
     if nbytes < (256 << 20):
         sets.append([jnp.array(x, copy=True) if hasattr(x, "shape") else x for x in args])
     out = None
+    t_all = _clock()
     for i in range(max(1, warmup)):
         t0 = _clock()
         out = compiled(*sets[i % len(sets)])
@@ -1275,6 +1532,7 @@ def time_compiled(jax, compiled, args, module, warmup=3, iters=20, use_trace=Tru
                 result["device"] = summarize(dev)
         except Exception as e:  # noqa: BLE001 (profiler is optional)
             result["trace_error"] = "%s: %s" % (type(e).__name__, e)
+    result["calls_s"] = _clock() - t_all  # every call above, traced ones included
     s = result.get("device") or result["wall"]
     result["latency_s"] = s["median_s"]
     result["spread"] = s["spread"]
@@ -1349,7 +1607,7 @@ def cmd_profile(a):
         # CostEstimate: fall back to the task's own FLOP count.
         ref = reference_module(task)
         if hasattr(ref, "get_flops"):
-            cost["flops"], flops_src = float(ref.get_flops()), "task get_flops()"
+            cost["flops"], flops_src = task_flops(ref, _case_config(a)), "task get_flops()"
     latency = a.latency_s
     t = {}
     if not latency:
@@ -1367,7 +1625,8 @@ def cmd_profile(a):
     r["transcendentals"] = cost.get("transcendentals")
     text = roofline_text(r)
     return {"status": "ok", "profile": r, "text": text, "latency_s": latency,
-            "method": t.get("method", "given"), "device_info": info}
+            "method": t.get("method", "given"), "device_info": info, "interpret": res.get("interpret"),
+            "timing": res.get("timing")}
 
 
 def cmd_baseline(a):
@@ -1390,13 +1649,13 @@ def cmd_baseline(a):
     out = t.pop("last_output")
     cost = _cost(compiled)
     if hasattr(ref, "get_flops"):
-        cost["flops"] = float(ref.get_flops())
+        cost["flops"] = task_flops(ref, _case_config(a))
     if not cost.get("bytes"):
         cost["bytes"] = _io_bytes(args, out)
     info = device_info(jax)
     r = roofline(cost.get("flops"), cost.get("bytes"), t["latency_s"], chip_peaks(info["device_kind"]))
     res = {"status": "ok", **times, **t, "flops": cost.get("flops"), "bytes": cost.get("bytes"),
-           "profile": r, "text": roofline_text(r, "XLA baseline"), "device_info": info}
+           "profile": r, "text": roofline_text(r, "XLA baseline"), "device_info": info, "timing": "device"}
     return res
 
 
@@ -1441,8 +1700,10 @@ def build_parser():
         if candidate:
             s.add_argument("--candidate", required=True, help="candidate kernel.py")
             s.add_argument("--params", help="JSON object of tunable values")
-            s.add_argument("--interpret", action="store_true", default=bool(os.environ.get("MK_PALLAS_INTERPRET")),
-                           help="force interpret=True on every pallas_call")
+            s.add_argument("--interpret", nargs="?", const="plain",
+                           default=os.environ.get("MK_PALLAS_INTERPRET") or "auto",
+                           help="auto (TPU interpret mode on a CPU backend, native otherwise), tpu, "
+                                "plain (interpret=True on every pallas_call) or off; bare --interpret = plain")
         if tests is not None:
             s.add_argument("--tests", required=tests, help="frozen tests directory")
             s.add_argument("--case", help="case id for compile/bench inputs")
@@ -1460,6 +1721,9 @@ def build_parser():
     s = add("freeze", cmd_freeze, tests=True)
     s.add_argument("--seeds", default="0,1", help="search seeds; 0 = the task's own inputs")
     s.add_argument("--heldout", default="1001", help="held-out seeds")
+    s.add_argument("--test-scale", default=os.environ.get("MK_PALLAS_TEST_SCALE") or "auto",
+                   help="shrink CONFIG's sizes above this cap for the test cases: auto (%d on a CPU backend, "
+                        "off on a device), off, or a number" % TEST_SCALE_CAP)
     s = add("verify", cmd_verify, task=False)
     s.add_argument("--tests", required=True, help="frozen tests directory")
     add("compile", cmd_compile, candidate=True, tests=False)
@@ -1531,5 +1795,44 @@ def main(argv=None):
     return code
 
 
+def worker(argv):
+    """`harness.py worker --inbox DIR [--idle S] [--light]`: a pre-started
+    harness process. It imports JAX and Pallas (the slow part of every step;
+    numpy only with --light, for `check`), then
+    waits for DIR/request.json ({"argv": [step, args...], "cwd": dir}),
+    runs that one step exactly as `harness.py <step> <args...>` would, and
+    exits: one step per process, so candidates stay isolated from each other;
+    only the import is paid ahead of time. Exits 0 without output when DIR
+    disappears or after S idle seconds (default 600). The step's timeout is
+    the engine's: it kills the process."""
+    p = argparse.ArgumentParser(prog="harness.py worker")
+    p.add_argument("--inbox", required=True)
+    p.add_argument("--idle", type=float, default=600.0)
+    p.add_argument("--light", action="store_true", help="import numpy only (for `check`, which never imports JAX)")
+    a = p.parse_args(argv)
+    try:
+        import numpy  # noqa: PLC0415,F401
+        if not a.light:
+            import jax  # noqa: PLC0415,F401
+            from jax.experimental import pallas  # noqa: PLC0415,F401
+            from jax.experimental.pallas import tpu  # noqa: PLC0415,F401
+    except ImportError:
+        pass  # the step reports no_jax itself
+    req_path = os.path.join(a.inbox, "request.json")
+    deadline = time.monotonic() + a.idle
+    while not os.path.exists(req_path):
+        if time.monotonic() > deadline or not os.path.isdir(a.inbox):
+            return 0
+        time.sleep(0.005)
+    with open(req_path) as f:
+        req = json.load(f)
+    os.remove(req_path)
+    if req.get("cwd"):
+        os.chdir(req["cwd"])
+    return main([str(x) for x in req["argv"]])
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["worker"]:
+        sys.exit(worker(sys.argv[2:]))
     sys.exit(main())

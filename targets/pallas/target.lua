@@ -23,14 +23,22 @@ M.defaults = {
   max_output = 16 << 20,
 }
 
---- Interpreter running the harness: M.python, else $MK_PYTHON, else python3
---- (the one that has JAX). M.env: extra environment for harness processes.
+--- Interpreter running the harness: M.python, else $MK_PYTHON, else the
+--- project's .venv/bin/python (made by scripts/setup.sh with pinned JAX),
+--- else python3. M.env: extra environment for harness processes.
 M.python = nil
+M.on_result = nil -- function(step, decoded_result): an observer of every harness answer (benchmarks)
 M.env = nil
 M.last_runner = nil -- "proc" or "popen": which path ran the last harness call (tests)
 
+function M.default_python()
+  local venv = home.path(".venv/bin/python")
+  if fs.exists(venv) then return venv end
+  return "python3"
+end
+
 local function python()
-  return M.python or os.getenv("MK_PYTHON") or "python3"
+  return M.python or os.getenv("MK_PYTHON") or M.default_python()
 end
 
 --- Absolute path of harness.py.
@@ -97,8 +105,146 @@ function M.decode(stdout)
   return nil
 end
 
+--- Pre-started harness processes (`harness.py worker`): each has imported
+--- JAX and waits for one step, which it runs exactly as a fresh
+--- `harness.py <step>` would and exits; a replacement starts at once, so the
+--- import (a second or more) overlaps the step before. M.pool_size workers
+--- are kept per interpreter and environment ($MK_PALLAS_POOL; 0 = off).
+--- `check` gets "light" workers that import numpy only (it never imports
+--- JAX nor candidate code). A
+--- sandboxed step gets a worker started in the same sandbox with its own
+--- directory as the writable one: the step's files are copied in, its paths
+--- rewritten, and what it wrote moved back to the step's directory. Workers
+--- still idle when the engine's main task returns are cancelled with it (and
+--- exit by themselves after M.worker_idle seconds).
+M.pool_size = tonumber(os.getenv("MK_PALLAS_POOL") or "") or 1
+M.worker_idle = 600
+M.pool_stats = { warm = 0, cold = 0 } -- steps that found a worker ready / ran a fresh process
+M.pool_max_idle = 3 -- idle workers kept over all pools; the oldest of other pools go first
+local pools = {}
+local pool_seq = 0
+
+local function stop_worker(w)
+  w.h:cancel()
+  fs.rm_rf(w.dir)
+end
+
+-- Keep at most M.pool_max_idle idle workers (those of `keep` last).
+local function trim_pools(keep)
+  local all = {}
+  for key, list in pairs(pools) do
+    for _, w in ipairs(list) do all[#all + 1] = { key = key, w = w } end
+  end
+  table.sort(all, function(a, b)
+    if (a.key == keep) ~= (b.key == keep) then return b.key == keep end
+    return a.w.seq < b.w.seq
+  end)
+  for i = 1, #all - M.pool_max_idle do
+    local list = pools[all[i].key]
+    for j, w in ipairs(list) do
+      if w == all[i].w then table.remove(list, j) break end
+    end
+    stop_worker(all[i].w)
+  end
+end
+
+--- Stop every idle pre-started worker (mk.search.eval calls it when an evaluator
+--- closes; the next step starts fresh ones).
+function M.release()
+  for key, list in pairs(pools) do
+    for _, w in ipairs(list) do stop_worker(w) end
+    pools[key] = nil
+  end
+end
+
+local function env_key(py, env)
+  local ks = {}
+  for k, v in pairs(env) do ks[#ks + 1] = k .. "=" .. tostring(v) end
+  table.sort(ks)
+  return py .. "\0" .. table.concat(ks, "\0")
+end
+
+local function worker_start(proc, task, py, env, sb, light)
+  local dir = fs.realpath(fs.tmpdir("mk-pallas-worker-"))
+  pool_seq = pool_seq + 1
+  local w = { dir = dir, seq = pool_seq }
+  local sandbox = sb and { workdir = dir, ro = sb.ro, devices = sb.devices } or nil
+  local argv = { py, M.harness(), "worker", "--inbox", dir, "--idle", tostring(M.worker_idle) }
+  if light then argv[#argv + 1] = "--light" end
+  w.h = task.spawn(function()
+    return proc.run(require("mk.services.sandbox").apply {
+      argv = argv, env = env, cwd = dir, max_output = M.defaults.max_output, sandbox = sandbox,
+    })
+  end)
+  return w
+end
+
+-- The step's workdir as seen by a sandboxed worker: its files copied into
+-- the worker's directory before, what the step wrote moved back after.
+local function copy_files(from, to)
+  for _, name in ipairs(fs.list(from) or {}) do
+    local p = from .. "/" .. name
+    if not fs.isdir(p) then assert(fs.write(to .. "/" .. name, assert(fs.read(p)))) end
+  end
+end
+
+local function move_back(from, to)
+  for _, name in ipairs(fs.list(from) or {}) do
+    if name ~= "request.json" then
+      fs.rm_rf(to .. "/" .. name)
+      assert(fs.rename(from .. "/" .. name, to .. "/" .. name))
+    end
+  end
+end
+
+-- Run argv's step in a pre-started worker: the proc.run result, or nil when
+-- no worker was ready yet (the caller runs it directly; the pool fills).
+local function pool_run(proc, argv, opts, env, timeout)
+  if M.pool_size <= 0 then return nil end
+  local task = require "mk.services.task"
+  local sb = opts.sandbox
+  local light = opts.pool == "light"
+  local key = env_key(argv[1], env) .. (light and "\0light" or "") .. (sb and ("\0sandbox\0" .. table.concat(sb.ro or {}, "\0") ..
+    tostring(sb.devices)) or "")
+  local list = pools[key] or {}
+  pools[key] = list
+  local w
+  while #list > 0 and not w do
+    w = table.remove(list, 1)
+    if w.h:done() then fs.rm_rf(w.dir); w = nil end
+  end
+  while #list < M.pool_size do list[#list + 1] = worker_start(proc, task, argv[1], env, sb, light) end
+  trim_pools(key)
+  if not w then M.pool_stats.cold = M.pool_stats.cold + 1; return nil end
+  M.pool_stats.warm = M.pool_stats.warm + 1
+  local args, cwd = { table.unpack(argv, 3) }, opts.cwd or fs.realpath(".")
+  local wd = sb and sb.workdir
+  if wd then
+    copy_files(wd, w.dir)
+    for i, a in ipairs(args) do
+      if a == wd or a:sub(1, #wd + 1) == wd .. "/" then args[i] = w.dir .. a:sub(#wd + 1) end
+    end
+    cwd = w.dir
+  end
+  assert(fs.write(w.dir .. "/request.json", cjson.encode({ argv = args, cwd = cwd }), { atomic = true }))
+  local t0 = task.now()
+  local ok, done, r = pcall(task.timeout, timeout, task.await, w.h)
+  if not (ok and done) then
+    w.h:cancel()
+    if not ok and done == task.CANCELLED then fs.rm_rf(w.dir); error(done, 0) end
+    if ok then r = { status = "timeout", stdout = "", stderr = "" } else r = nil end
+  end
+  if wd then move_back(w.dir, wd) end
+  fs.rm_rf(w.dir)
+  if not r then return { status = "exited", code = 1, stdout = "", stderr = "harness worker failed: " .. tostring(done) } end
+  r.wall_s = task.now() - t0
+  return r
+end
+
 -- Run the harness; returns the decoded JSON table (never nil: process
 -- failures become {status = "timeout"|"crash"|"error", message}).
+-- opts.pool: a pre-started worker may run the step (true: one that has
+-- imported JAX, for steps that import it anyway; "light": numpy only).
 local function harness(sub, args, opts)
   opts = opts or {}
   local argv = { python(), M.harness(), sub }
@@ -107,7 +253,12 @@ local function harness(sub, args, opts)
   local proc = try_proc()
   local t0 = os.time()
   local r
-  if proc and coroutine.isyieldable() then
+  if proc and coroutine.isyieldable() and opts.pool then
+    r = pool_run(proc, argv, opts, child_env(), timeout)
+  end
+  if r then
+    r.pid = r.pid or true
+  elseif proc and coroutine.isyieldable() then
     -- No limits.mem_mb: the JAX runtimes reserve far more address space
     -- than they use, so RLIMIT_AS would break every run.
     local err
@@ -161,6 +312,7 @@ local function harness(sub, args, opts)
       "kernel?); stderr: %s", sub, why, tail(r.stderr)), wall_s = r.wall_s }
   end
   if r.truncated then v.output_truncated = true end
+  if M.on_result then M.on_result(sub, v) end
   v.wall_s = r.wall_s
   v.stderr = tail(r.stderr, 4000)
   if v.status == "error" then
@@ -173,8 +325,11 @@ local function harness(sub, args, opts)
 end
 M._harness = harness
 
--- A harness step that initialises JAX on the device: one slot held.
+-- A harness step that initialises JAX on the device: one slot held; a
+-- pre-started worker may run it (see M.pool_size).
 local function device_harness(sub, args, opts)
+  opts = opts or {}
+  opts.pool = true
   return with_device(harness, sub, args, opts)
 end
 
@@ -190,10 +345,16 @@ local function task_args(task, extra)
   return a
 end
 
+-- The interpret mode asked for: "tpu" (TPU interpret mode), "plain"
+-- (interpret=True), "off" (native) or "auto" (the harness picks: TPU
+-- interpret mode on a CPU backend, native on a device). true = "plain",
+-- false = "off"; nil leaves it to $MK_PALLAS_INTERPRET, then "auto".
 local function interpret(task, opts)
-  if opts and opts.interpret ~= nil then return opts.interpret end
-  if task.interpret ~= nil then return task.interpret end
-  return os.getenv("MK_PALLAS_INTERPRET") == "1"
+  local v = opts and opts.interpret
+  if v == nil then v = task.interpret end
+  if v == true then return "plain" end
+  if v == false then return "off" end
+  return v
 end
 
 local function list_str(xs)
@@ -291,6 +452,7 @@ function M.load(dir)
     timeout = spec.timeout or M.defaults.timeout,
     dtype = spec.dtype,
     interpret = spec.interpret,
+    test_scale = spec.test_scale,
     python = r.python,
   }
   task.prompt_notes = string.format(
@@ -343,9 +505,12 @@ function M.freeze(task, tests_dir, opts)
     }
   end
   fs.mkdirs(tests_dir)
-  local r = device_harness("freeze", task_args(task, {
-    "--tests", tests_dir, "--seeds", list_str(task.seeds), "--heldout", list_str(task.heldout_seeds),
-  }), { timeout = opts.timeout or M.defaults.freeze_timeout })
+  local fargs = { "--tests", tests_dir, "--seeds", list_str(task.seeds), "--heldout", list_str(task.heldout_seeds) }
+  local scale = opts.test_scale or task.test_scale
+  if scale ~= nil then
+    fargs[#fargs + 1] = "--test-scale"; fargs[#fargs + 1] = scale == false and "off" or tostring(scale)
+  end
+  local r = device_harness("freeze", task_args(task, fargs), { timeout = opts.timeout or M.defaults.freeze_timeout })
   if r.status ~= "ok" then
     return { status = "error", kind = r.kind, message = "freezing the tests failed: " .. r.message, fresh = true,
       wall_s = r.wall_s }
@@ -355,6 +520,7 @@ function M.freeze(task, tests_dir, opts)
   return {
     status = "ok", cases = cases_of(r.cases), manifest = manifest, manifest_sha = r.manifest_sha,
     fresh = true, message = table.concat(r.warnings or {}, "; "), warnings = r.warnings, wall_s = r.wall_s,
+    test_scale = r.test_scale, scaled_config = r.scaled_config,
   }
 end
 
@@ -367,7 +533,8 @@ local function candidate_args(task, build, extra, opts)
   if build.defines and next(build.defines) then
     a[#a + 1] = "--params"; a[#a + 1] = cjson.encode(build.defines)
   end
-  if interpret(task, opts) then a[#a + 1] = "--interpret" end
+  local mode = interpret(task, opts)
+  if mode then a[#a + 1] = "--interpret"; a[#a + 1] = tostring(mode) end
   for _, x in ipairs(extra or {}) do a[#a + 1] = x end
   return a
 end
@@ -375,18 +542,24 @@ end
 --- Extra read-only paths for sandboxed harness runs (e.g. a PYTHONPATH).
 M.sandbox_ro = {}
 
--- bubblewrap options for a candidate process when opts.sandbox is set: the
--- task, the harness, the interpreter's directories and the given inputs are
--- visible read-only, the build workdir read-write, nothing else (expected
--- outputs included). Off by default: mk.services.sandbox cannot pass accelerator
--- device nodes (/dev/accel*, /dev/nvidia*) through yet.
+--- Candidate steps run under bubblewrap unless opts.sandbox = false or
+--- $MK_PALLAS_SANDBOX=0 (as the C target's always do).
+M.sandbox = os.getenv("MK_PALLAS_SANDBOX") ~= "0"
+
+-- bubblewrap options for a candidate process: the task, the harness, the
+-- interpreter's directories and the given inputs are visible read-only, the
+-- build workdir read-write, the host's accelerator device nodes and driver
+-- paths when there are any (mk.services.sandbox `devices`), nothing else (expected
+-- outputs included).
 local function sandbox_for(task, workdir, opts, ro_extra)
-  if not (opts and opts.sandbox) then return nil end
+  local want = opts and opts.sandbox
+  if want == nil then want = M.sandbox end
+  if not want then return nil end
   local ro = { task.dir, fs.realpath(home.path("targets/pallas")) }
   for _, p in ipairs(M.sandbox_ro) do ro[#ro + 1] = p end
   for _, p in ipairs((task.python or {}).paths or {}) do ro[#ro + 1] = p end
   for _, p in ipairs(ro_extra or {}) do ro[#ro + 1] = p end
-  return { workdir = workdir, ro = ro }
+  return { workdir = workdir, ro = ro, devices = true }
 end
 
 -- What a candidate process may see of the frozen tests.
@@ -432,6 +605,8 @@ function M.compile(task, files, workdir, opts)
   build.lower_s = r.lower_s
   build.wall_s = r.wall_s
   build.device = r.device
+  build.interpret = r.interpret
+  build.timing = r.timing
   return build
 end
 
@@ -464,7 +639,7 @@ function M.test(task, build, tests_dir, opts)
   end
   local cargs = task_args(task, { "--tests", tests_dir, "--outputs", outputs })
   if group == "heldout" then cargs[#cargs + 1] = "--heldout-cases" end
-  local c = harness("check", cargs, { timeout = M.defaults.check_timeout })
+  local c = harness("check", cargs, { timeout = M.defaults.check_timeout, pool = "light" })
   local cases = {}
   for i, x in ipairs(c.cases or {}) do
     cases[i] = { id = x.case, call = x.call, ok = x.ok, message = x.message, reason = x.reason,
@@ -478,8 +653,19 @@ end
 
 -- Timing options shared by bench/profile/baseline: `iters` (or
 -- `min_reps`), `min_time` (s of timed calls to aim for), `max_reps`, `warmup`.
-local function timing_args(opts, a)
+-- An interpreter's timings are not kernel timings (results say timing =
+-- "interpret"): a few untraced calls show that the kernel runs, no more.
+M.interpret_timing = { warmup = 1, iters = 3, max_reps = 3, no_trace = true }
+
+local function timing_args(opts, a, interpreted)
   a = a or {}
+  if interpreted then
+    local o = {}
+    for k, v in pairs(opts) do o[k] = v end
+    for k, v in pairs(M.interpret_timing) do o[k] = v end
+    o.min_reps, o.min_time = nil, nil
+    opts = o
+  end
   local function add(k, v) if v ~= nil then a[#a + 1] = k; a[#a + 1] = tostring(v) end end
   add("--warmup", math.tointeger(opts.warmup) or opts.warmup or M.defaults.warmup)
   add("--iters", math.tointeger(opts.iters or opts.min_reps) or opts.iters or opts.min_reps or M.defaults.iters)
@@ -508,7 +694,8 @@ function M.bench(task, build, opts)
   if type(opts.tests_dir) ~= "string" then error("pallas.bench: opts.tests_dir is required", 2) end
   local outputs = build.workdir .. "/outputs-bench"
   fs.rm_rf(outputs)
-  local extra = timing_args(opts, { "--tests", opts.tests_dir, "--no-check-output", "--save-output", outputs })
+  local extra = timing_args(opts, { "--tests", opts.tests_dir, "--no-check-output", "--save-output", outputs },
+    build.timing == "interpret")
   local r = device_harness("bench", candidate_args(task, build, extra, opts), {
     timeout = opts.timeout or task.timeout, cwd = build.workdir,
     sandbox = sandbox_for(task, build.workdir, opts, visible_inputs(opts.tests_dir)),
@@ -519,7 +706,7 @@ function M.bench(task, build, opts)
   end
   -- The timed runs' output, checked by a process that runs no candidate code.
   local c = harness("check", task_args(task, { "--tests", opts.tests_dir, "--outputs", outputs,
-    "--cases", r.case, "--calls", "bench" }), { timeout = M.defaults.check_timeout })
+    "--cases", r.case, "--calls", "bench" }), { timeout = M.defaults.check_timeout, pool = "light" })
   if c.status ~= "ok" then
     return { status = c.status, correct = false, reason = c.reason, kind = c.kind, wall_s = r.wall_s,
       message = "output of the timed runs is wrong: " .. tostring(c.message) }
@@ -528,7 +715,7 @@ function M.bench(task, build, opts)
   return {
     status = "ok", correct = true, latency_s = r.latency_s, spread = r.spread, min_s = s.min_s, max_s = s.max_s,
     reps = math.tointeger(s.n) or s.n, method = r.method, message = "", wall_s = r.wall_s,
-    trace_error = r.trace_error, device = r.device_info,
+    trace_error = r.trace_error, device = r.device_info, timing = r.timing, interpret = r.interpret,
   }
 end
 
@@ -541,7 +728,7 @@ local function profile_result(r)
     peak_gflops = g(p.peak_flops), peak_gbps = g(p.peak_bytes_per_s),
     intensity = p.intensity, bound = p.bound, chip = p.chip,
     flops = p.flops, bytes = p.bytes, flops_source = p.flops_source, bytes_source = p.bytes_source,
-    latency_s = r.latency_s, counters = nil,
+    latency_s = r.latency_s, counters = nil, timing = r.timing,
     counters_message = "no hardware counters for the Pallas target; use XProf for per-op detail",
     wall_s = r.wall_s, device = r.device_info,
   }
@@ -555,7 +742,7 @@ end
 function M.profile(task, build, opts)
   opts = opts or {}
   if build.status ~= "ok" then return { status = build.status, text = "", message = build.message } end
-  local extra = timing_args(opts)
+  local extra = timing_args(opts, nil, build.timing == "interpret")
   if opts.tests_dir then extra[#extra + 1] = "--tests"; extra[#extra + 1] = opts.tests_dir end
   if opts.latency_s then extra[#extra + 1] = "--latency-s"; extra[#extra + 1] = string.format("%.17g", opts.latency_s) end
   local r = device_harness("profile", candidate_args(task, build, extra, opts), {
@@ -583,7 +770,7 @@ function M.baseline(task, opts)
   return {
     status = "ok", correct = true, latency_s = r.latency_s, spread = r.spread, min_s = s.min_s, max_s = s.max_s,
     reps = math.tointeger(s.n) or s.n, method = r.method, flops = r.flops, bytes = r.bytes, text = r.text,
-    message = "", wall_s = r.wall_s, device = r.device_info, profile = profile_result(r),
+    message = "", wall_s = r.wall_s, device = r.device_info, profile = profile_result(r), timing = r.timing,
   }
 end
 

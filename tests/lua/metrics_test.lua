@@ -31,6 +31,21 @@ t.test("an incorrect task's speedup is ignored even when present", function()
   t.eq(metrics.fast_p(r, 1), 0.5)
 end)
 
+t.test("interpret-timed speedups are not mixed into the geomeans nor fast_p above 0", function()
+  local interp = row(true, 8.0)
+  interp.timing = "interpret"
+  local r = { interp, row(true, 4.0) }
+  t.near(metrics.geomean_speedup(r), 2.0, 1e-12) -- (1 * 4)^(1/2): the 8x is an interpreter's
+  t.near(metrics.geomean_speedup(r, 1.0), 2.0, 1e-12)
+  t.near(metrics.fast_p(r, 0), 1.0, 1e-12) -- still correct
+  t.near(metrics.fast_p(r, 1), 0.5, 1e-12)
+  t.eq(metrics.timed(interp), false)
+  t.eq(metrics.timed(row(true, 4.0)), true)
+  local a = metrics.aggregate(r)
+  t.eq(a.interpret_timed, 1)
+  t.eq(metrics.task_row("x", { interp }).timing, "interpret")
+end)
+
 t.test("fast_p counts over all tasks, strictly greater than p", function()
   t.eq(metrics.fast_p(rows, 0), 3 / 4)   -- 2.0, 0.5, 1.0 are > 0
   t.eq(metrics.fast_p(rows, 1), 1 / 4)   -- only 2.0; 1.0 is exactly p

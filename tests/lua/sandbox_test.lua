@@ -104,6 +104,28 @@ t.test("sandbox/ro paths are readable not writable, rw paths writable, hide hide
   t.eq(fs.read(shared .. "/hidden.txt"), "hidden")
 end)
 
+t.test("sandbox/devices: accelerator nodes are bound only when asked for, with /sys read-only", function()
+  need_bwrap()
+  -- No accelerator here: /dev/vcs (a real character device bubblewrap's
+  -- minimal /dev lacks) stands for /dev/accel0 or /dev/nvidia0.
+  if not fs.exists("/dev/vcs") then return t.skip("no /dev/vcs on this host") end
+  local probe = "test -c /dev/vcs && echo dev; test -d /sys/class && echo sys; true"
+  t.eq(boxed(probe).stdout, "", "no device nodes and no /sys by default")
+  t.eq(boxed(probe, { devices = { "/dev/vcs" } }).stdout, "dev\nsys\n")
+  local saved = sandbox.device_prefixes
+  sandbox.device_prefixes = { "vcs" }
+  local nodes = sandbox.device_nodes()
+  sandbox.device_prefixes = saved
+  t.ok(#nodes >= 1 and nodes[1]:match("^/dev/vcs"), "device_nodes finds nodes by prefix: " .. table.concat(nodes, " "))
+  t.raises(function() sandbox.wrap({ "true" }, { workdir = work, devices = { "dev/vcs" } }) end)
+  -- devices = true on a host without accelerators adds nothing.
+  sandbox.device_prefixes = { "no-such-device-" }
+  local saved_dirs = sandbox.device_dirs
+  sandbox.device_dirs = {}
+  t.eq(boxed(probe, { devices = true }).stdout, "")
+  sandbox.device_prefixes, sandbox.device_dirs = saved, saved_dirs
+end)
+
 t.test("sandbox/network is blocked unless asked for", function()
   need_bwrap()
   local py = "import socket\ns = socket.socket()\ns.settimeout(3)\n" ..

@@ -1,15 +1,16 @@
-"""Tests of targets/pallas/harness.py (stdlib unittest).
+"""Tests of targets/pallas/harness.py (stdlib unittest), on real JAX.
 
-Three layers, each skipped with a printed reason when its needs are absent:
   * pure logic (task loading, YAML, tunables, candidate screen, manifest,
-    trace-event median, roofline): Python stdlib only;
+    trace-event median, roofline, test-scale sizes): Python stdlib only;
   * comparison and check: numpy;
   * the JAX paths end to end (freeze, run, check, test, compile errors,
-    bench, profile, baseline): with real JAX when importable, else with the
-    numpy stand-in in tests/python/fakejax (orchestration only: it proves
-    the harness's plumbing and classification, not JAX's behaviour);
-  * Pallas kernels in interpret mode: real JAX only.
-Run: python3 -m unittest discover -s tests/python -p 'test_pallas*.py' -v
+    bench, profile, baseline) with real JAX;
+  * real Pallas kernels (the rmsnorm bank, DMA races, out-of-bounds and
+    uninitialised reads) in TPU interpret mode on the CPU, and the suite's
+    JAXBench references frozen at test scale and checked as candidates.
+JAX missing is a failure (TestEnvironment), never a skip: run under the
+project's .venv/bin/python (scripts/setup.sh makes it; ctest uses it).
+Run: .venv/bin/python -m unittest discover -s tests/python -p 'test_pallas*.py' -v
 """
 
 import importlib.util
@@ -54,15 +55,14 @@ def skip_unless(cond, reason):
     return unittest.skipUnless(cond, reason)
 
 
-def run_harness(*args, fake=None, env=None):
+def run_harness(*args, env=None):
     """Run harness.py in a subprocess; returns (json result, exit code, stderr)."""
     e = dict(os.environ)
     e["MK_PALLAS_POISON_MB"] = "1"
     e["PYTHONDONTWRITEBYTECODE"] = "1"
-    if fake if fake is not None else not HAVE_JAX:
-        e["PYTHONPATH"] = os.path.join(HERE, "fakejax") + os.pathsep + e.get("PYTHONPATH", "")
-    if HAVE_JAX:
-        e.setdefault("JAX_PLATFORMS", e.get("JAX_PLATFORMS", ""))
+    e["JAX_PLATFORMS"] = "cpu"  # these tests are about TPU interpret mode on the CPU, also on a GPU host
+    e.pop("MK_PALLAS_INTERPRET", None)
+    e.pop("MK_PALLAS_TEST_SCALE", None)
     e.update(env or {})
     p = subprocess.run([sys.executable, HARNESS] + list(args), capture_output=True, text=True, env=e, timeout=600)
     lines = [ln for ln in p.stdout.splitlines() if ln.strip()]
@@ -70,6 +70,12 @@ def run_harness(*args, fake=None, env=None):
         raise AssertionError("harness printed %d stdout lines (want 1): %r\nstderr: %s"
                              % (len(lines), p.stdout, p.stderr[-3000:]))
     return json.loads(lines[0]), p.returncode, p.stderr
+
+
+class TestEnvironment(unittest.TestCase):
+    def test_jax_is_importable(self):
+        self.assertTrue(HAVE_JAX, "JAX is not importable by %s: run scripts/setup.sh (it installs the pinned "
+                        "JAX into .venv/) and run these tests with .venv/bin/python" % sys.executable)
 
 
 # ---------------------------------------------------------------------------
@@ -428,12 +434,11 @@ class TestCompare(unittest.TestCase):
 # JAX paths end to end (real JAX, or the numpy stand-in)
 # ---------------------------------------------------------------------------
 
-MODE = "real JAX" if HAVE_JAX else "numpy stand-in for JAX"
 
 
 @skip_unless(HAVE_NUMPY, "numpy not importable by %s: end-to-end harness tests skipped" % sys.executable)
 class TestEndToEnd(unittest.TestCase):
-    """freeze -> compile/run/check/test/bench/profile/baseline, with %s.""" % MODE
+    """freeze -> compile/run/check/test/bench/profile/baseline, real JAX."""
 
     @classmethod
     def setUpClass(cls):
@@ -502,19 +507,11 @@ class TestEndToEnd(unittest.TestCase):
         self.assertEqual(r["status"], "compile_error")
         self.assertIn("workload", r["message"])
 
-    @skip_unless(not HAVE_JAX, "the fake Mosaic failure exists only in the numpy stand-in")
-    def test_mosaic_failure_is_a_compile_phase_error(self):
-        r, _, _ = run_harness("compile", "--task", self.task, "--candidate", self.cand("mosaic"),
-                              "--tests", self.tests, env={"MK_FAKE_COMPILE_ERROR":
-                                                          "INTERNAL: Mosaic failed to compile TPU kernel: bad"})
-        self.assertEqual((r["status"], r["phase"], r["kind"]), ("compile_error", "compile", "mosaic"))
-        self.assertIn("Mosaic failed to compile", r["message"])
-
-    @skip_unless(not HAVE_JAX, "a per-call cheat needs Python to run per call (the stand-in); jit traces once")
-    def test_work_done_only_on_early_calls_is_caught_by_the_repeat_check(self):
-        r = self.evaluate("once")
-        self.assertEqual(r["status"], "incorrect")
-        self.assertIn("repeat", r["message"])
+    def test_compile_error_kinds_are_classified_from_their_text(self):
+        self.assertEqual(H.classify_compile_error("INTERNAL: Mosaic failed to compile TPU kernel: x"), "mosaic")
+        self.assertEqual(H.classify_compile_error("RESOURCE_EXHAUSTED: scoped vmem limit"), "vmem_oom")
+        self.assertEqual(H.classify_compile_error("RESOURCE_EXHAUSTED: out of memory"), "oom")
+        self.assertEqual(H.classify_compile_error("INTERNAL: something"), "xla")
 
     def test_rule_breaking_candidate_is_rejected_before_it_runs(self):
         r = self.evaluate("rejected")
@@ -549,8 +546,10 @@ class TestEndToEnd(unittest.TestCase):
                               "--tests", self.tests, "--outputs", outs)
         self.assertEqual(r["status"], "ok", r)
         self.assertEqual(r["cases"], ["s0", "s1", "c0"])
-        # check never imports JAX: run it without the stand-in on the path.
-        r, _, _ = run_harness("check", "--task", self.task, "--tests", self.tests, "--outputs", outs, fake=False)
+        # check never imports JAX (nor candidate code): it runs under an
+        # interpreter without JAX too.
+        r, _, _ = run_harness("check", "--task", self.task, "--tests", self.tests, "--outputs", outs,
+                              env={"PYTHONPATH": os.path.join(HERE, "nojax")})
         self.assertEqual(r["status"], "ok", r)
 
     def test_bench_reports_a_median_and_checks_the_timed_output(self):
@@ -602,14 +601,29 @@ class TestEndToEnd(unittest.TestCase):
 
 
 # ---------------------------------------------------------------------------
-# Real Pallas kernels (interpret mode): real JAX only
+# Real Pallas kernels in TPU interpret mode (the CPU default)
 # ---------------------------------------------------------------------------
 
-@skip_unless(HAVE_NUMPY, "numpy not importable by %s: Pallas kernel tests skipped" % sys.executable)
-class TestPallasInterpret(unittest.TestCase):
-    """The rmsnorm bank's Pallas kernels in interpret mode: real JAX, or the
-    stand-in's block-by-block numpy pallas_call (kernel math and block index
-    maps, not Pallas's lowering rules)."""
+class TestTestScale(unittest.TestCase):
+    def test_sizes_shrink_keeping_their_power_of_two_factor(self):
+        self.assertEqual(H.scale_size(8192, 256), 256)
+        self.assertEqual(H.scale_size(28672, 256), 256)   # 7 * 4096
+        self.assertEqual(H.scale_size(14336, 256), 256)
+        self.assertEqual(H.scale_size(1000, 256), 200)    # keeps the factor 8
+        self.assertEqual(H.scale_size(128, 256), 128)     # small sizes stay
+        self.assertEqual(H.scale_size(32768 * 3, 512), 512)
+
+    def test_only_integer_sizes_above_the_cap_are_overridden(self):
+        cfg = {"name": "x", "rows": 8192, "cols": 4096, "heads": 32, "eps": 1e-5, "atol": 1e-3,
+               "causal": True, "seed": 100000}
+        self.assertEqual(H.scale_config(cfg, 256), {"rows": 256, "cols": 256})
+        self.assertEqual(H.scale_config(cfg, None), {})
+
+
+class TestPallasKernels(unittest.TestCase):
+    """The rmsnorm bank's Pallas kernels and purpose-written broken kernels,
+    in TPU interpret mode (the default on a CPU backend): Mosaic lowering
+    rules, DMA races, out-of-bounds and uninitialised reads."""
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="mk-pallas-real-")
@@ -620,37 +634,146 @@ class TestPallasInterpret(unittest.TestCase):
                                 "--heldout", "")
         if r["status"] != "ok":
             raise AssertionError("freeze failed: %r %s" % (r, err[-2000:]))
+        cls.frozen = r
+        cls.tiny = os.path.join(TASKS, "tiny_rmsnorm")
+        cls.tiny_tests = os.path.join(cls.tmp, "tiny")
+        r, _, err = run_harness("freeze", "--task", cls.tiny, "--tests", cls.tiny_tests, "--seeds", "0",
+                                "--heldout", "")
+        if r["status"] != "ok":
+            raise AssertionError("freeze failed: %r %s" % (r, err[-2000:]))
 
     def run_bank(self, name, *extra):
-        r, _, _ = run_harness("test", "--task", self.task, "--interpret", "--candidate",
+        r, _, _ = run_harness("test", "--task", self.task, "--candidate",
                               os.path.join(self.task, "scripted", name), "--tests", self.tests, *extra)
         return r
 
-    def test_pallas_rows_kernel_is_correct_in_interpret_mode(self):
+    def run_tiny(self, name, *extra):
+        r, _, _ = run_harness("test", "--task", self.tiny, "--candidate", os.path.join(CANDS, name),
+                              "--tests", self.tiny_tests, "--cases", "s0", *extra)
+        return r
+
+    def test_cpu_freeze_is_test_scaled_and_keeps_the_extra_configs(self):
+        self.assertEqual(self.frozen["test_scale"], 256)
+        self.assertEqual(self.frozen["scaled_config"], {"rows": 256, "cols": 256})
+        shapes = {c["id"]: c["shapes"] for c in self.frozen["cases"]}
+        self.assertEqual(shapes["s0"], [[256, 256], [256]])
+        self.assertEqual(shapes["c0"], [[37, 256], [256]])
+        self.assertEqual(shapes["c1"], [[1, 1024], [1024]])
+
+    def test_test_scale_off_keeps_the_tasks_own_shapes(self):
+        tests = os.path.join(self.tmp, "unscaled")
+        r, _, _ = run_harness("freeze", "--task", self.tiny, "--tests", tests, "--seeds", "0", "--heldout", "",
+                              "--test-scale", "8")
+        self.assertEqual(r["scaled_config"], {"rows": 8, "cols": 8})
+        self.assertEqual(r["cases"][0]["shapes"], [[8, 8], [8]])
+
+    def test_rows_kernel_is_correct_in_tpu_interpret_mode(self):
         r = self.run_bank("pallas_rows.py")
         self.assertEqual(r["status"], "ok", r)
+        self.assertEqual(len(r["cases"]), 6)  # s0, c0, c1 x two calls
 
-    def test_pallas_typo_is_a_compile_error(self):
+    def test_compile_reports_tpu_interpret_mode_and_interpret_timing(self):
+        r, _, _ = run_harness("compile", "--task", self.task, "--tests", self.tests, "--candidate",
+                              os.path.join(self.task, "scripted", "pallas_rows.py"))
+        self.assertEqual((r["status"], r["interpret"], r["timing"]), ("ok", "tpu", "interpret"), r)
+        r, _, _ = run_harness("bench", "--task", self.task, "--tests", self.tests, "--candidate",
+                              os.path.join(self.task, "scripted", "pallas_dma.py"), "--iters", "2",
+                              "--warmup", "1", "--no-trace")
+        self.assertEqual((r["status"], r["timing"]), ("ok", "interpret"), r)
+        self.assertGreater(r["latency_s"], 0)
+
+    def test_typo_is_a_trace_error_with_the_candidates_line(self):
         r = self.run_bank("pallas_typo.py")
-        self.assertEqual(r["status"], "compile_error", r)
+        self.assertEqual((r["status"], r["phase"], r["kind"]), ("compile_error", "lower", "lowering"), r)
+        self.assertIn("kernel.py:19 in workload", r["message"])
+        self.assertIn("BlockSpc", r["message"])
 
-    def test_pallas_wrong_eps_is_incorrect(self):
-        r = self.run_bank("pallas_wrong_eps.py")
-        self.assertEqual(r["status"], "incorrect", r)
+    def test_block_shape_the_tpu_cannot_lower_is_a_lowering_error_plain_interpret_misses(self):
+        r = self.run_bank("pallas_block5.py")
+        self.assertEqual((r["status"], r["phase"], r["kind"]), ("compile_error", "lower", "lowering"), r)
+        self.assertIn("lowering for TPU (Mosaic) failed", r["message"])
+        self.assertIn("divisible by 8 and 128", r["message"])
+        self.assertTrue(r["message"].startswith("kernel.py:9: def _rmsnorm_kernel"), r["message"][:200])
+        self.assertEqual(self.run_bank("pallas_block5.py", "--interpret", "plain")["status"], "ok")
 
-    def test_every_bank_kernel_gets_its_expected_status(self):
-        bank = open(os.path.join(self.task, "scripted", "bank.lua")).read()
-        import re
-        kernels = re.findall(r'(\w+) = \{ file = "([\w.]+)", expect = "(\w+)"', bank)
-        self.assertGreaterEqual(len(kernels), 6)
-        for kid, fname, expect in kernels:
-            want = "ok" if expect in ("fast", "slow") else expect
-            self.assertEqual(self.run_bank(fname, "--cases", "c0,c1")["status"], want, kid)
+    def test_dma_race_is_incorrect_naming_the_race_plain_interpret_misses(self):
+        r = self.run_bank("pallas_dma_race.py")
+        self.assertEqual((r["status"], r["reason"]), ("incorrect", "race"), r)
+        self.assertIn("data race", r["message"])
+        self.assertIn("kernel.py:18", r["message"])  # the early read of the DMA's destination
+        self.assertEqual(self.run_bank("pallas_dma.py")["status"], "ok")
+        self.assertEqual(self.run_bank("pallas_dma_race.py", "--interpret", "plain")["status"], "ok")
+
+    def test_out_of_bounds_read_is_incorrect_naming_it(self):
+        r = self.run_tiny("pallas_oob.py")
+        self.assertEqual((r["status"], r["reason"]), ("incorrect", "out_of_bounds"), r)
+        self.assertIn("Out-of-bounds read", r["message"])
+        self.assertIn("shape (16, 128)", r["message"])
+
+    def test_uninitialised_scratch_reads_give_nan_outputs(self):
+        r = self.run_tiny("pallas_uninit.py")
+        self.assertEqual((r["status"], r["reason"]), ("incorrect", "nonfinite"), r)
+        self.assertIn("uninitialised", r["message"])
 
     def test_block_rows_tunable_values_all_pass(self):
         for br in (8, 16, 32, 64):
             r = self.run_bank("pallas_rows.py", "--params", '{"block_rows": %d}' % br, "--cases", "c0,c1")
             self.assertEqual(r["status"], "ok", (br, r))
+
+
+class TestSuiteReferences(unittest.TestCase):
+    """Item: every JAXBench-layout task of the suite freezes (test-scaled on
+    the CPU) and passes its own reference, used as a candidate, in well
+    under a minute."""
+
+    def test_each_suite_reference_passes_as_a_candidate(self):
+        names = sorted(d for d in os.listdir(SUITE) if os.path.isdir(os.path.join(SUITE, d)))
+        self.assertGreaterEqual(len(names), 5)
+        import time
+        for n in names:
+            task = os.path.join(SUITE, n)
+            with tempfile.TemporaryDirectory(prefix="mk-pallas-suite-") as d:
+                t0 = time.time()
+                tests = os.path.join(d, "tests")
+                r, _, err = run_harness("freeze", "--task", task, "--tests", tests, "--seeds", "0", "--heldout", "")
+                self.assertEqual(r["status"], "ok", (n, r, err[-1500:]))
+                self.assertEqual(r["test_scale"], 256, n)
+                r, _, err = run_harness("test", "--task", task, "--candidate", os.path.join(task, "baseline.py"),
+                                        "--tests", tests)
+                self.assertEqual(r["status"], "ok", (n, r, err[-1500:]))
+                self.assertLess(time.time() - t0, 60, n)
+
+
+class TestSuiteBanks(unittest.TestCase):
+    """Every kernel of every real scripted bank (the rmsnorm task's and the
+    suite's) gets its bank's expected status in TPU interpret mode on the
+    task's first extra test shape, in this process (scripts/device_bench.py
+    runs the same kernels natively on a device)."""
+
+    def test_every_bank_kernel_of_every_bank(self):
+        spec = importlib.util.spec_from_file_location("device_bench", os.path.join(ROOT, "scripts", "device_bench.py"))
+        DB = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(DB)
+        jax = DB.H._jax()
+        seen = 0
+        for tdir, kernels in DB.banks():
+            task = DB.H.load_task(tdir)
+            ref = DB.H.reference_module(task)
+            dyn, statics = DB.H.make_inputs(task, ref, 0, task["test_configs"][0], None)
+            want = DB.reference_outputs(jax, task, ref, dyn, statics)
+            kinds = set()
+            for kid, (path, expect) in sorted(kernels.items()):
+                k, _ = DB.check_kernel(jax, task, path, dyn, statics, want, "tpu")
+                wanted = "ok" if expect in ("fast", "slow") else expect
+                self.assertEqual(k["status"], wanted, (tdir, kid, k.get("message")))
+                if k.get("reason") == "race":
+                    kinds.add("race")
+                kinds.add(expect)
+                seen += 1
+            # each bank: a correct kernel, a slower one, a wrong one, a
+            # lowering error, a race only TPU interpret mode sees
+            self.assertTrue({"fast", "slow", "incorrect", "compile_error", "race"} <= kinds, (tdir, kinds))
+        self.assertGreaterEqual(seen, 6 * 6)
 
 
 def tearDownModule():

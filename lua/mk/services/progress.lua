@@ -73,6 +73,7 @@ function Progress:event(ev)
       f.correct = f.correct + 1
       local s = tonumber(m.speedup)
       if s and (not f.best or s > f.best) then f.best = s end
+      if m.timing == "interpret" then f.interpret = true end
     end
   end
   local u = type(ev.usage) == "table" and ev.usage or ev
@@ -106,7 +107,8 @@ function Progress:line()
   if f.text then parts[#parts + 1] = f.text end
   parts[#parts + 1] = string.format("nodes %d", f.nodes)
   parts[#parts + 1] = string.format("correct %d", f.correct)
-  parts[#parts + 1] = "best " .. (f.best and string.format("%.2fx", f.best) or "-")
+  parts[#parts + 1] = "best " .. (f.best and string.format("%.2fx", f.best) or "-") ..
+    (f.interpret and " (interpret timing)" or "")
   parts[#parts + 1] = string.format("tokens %d", math.floor(f.tokens))
   parts[#parts + 1] = string.format("$%.4f", f.usd)
   parts[#parts + 1] = string.format("device %d%%", el > 0 and math.floor(100 * math.min(1, f.device_s / el) + 0.5) or 0)

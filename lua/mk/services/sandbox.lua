@@ -17,6 +17,33 @@ M.system = { "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/e
 -- let a root sandbox read them).
 M.always_hide = { "/etc/shadow", "/etc/gshadow", "/etc/sudoers" }
 
+-- Accelerators (opts.devices): device nodes bound into the sandbox's /dev
+-- (`--dev-bind`), found by these prefixes in /dev and in these directories,
+-- and what their drivers read, bound read-only when present (/sys for PCI
+-- and accel class lookups; NVIDIA's persistenced socket and libraries kept
+-- outside /usr). Driver libraries under /usr, /lib or /opt are already in
+-- the system view.
+M.device_prefixes = { "nvidia", "accel" }
+M.device_dirs = { "/dev/nvidia-caps", "/dev/vfio", "/dev/dri" }
+M.driver_paths = { "/sys", "/run/nvidia-persistenced", "/usr/local/nvidia", "/usr/lib/wsl" }
+
+--- The accelerator device nodes present on this host: /dev/nvidia*,
+--- /dev/accel*, and everything in /dev/nvidia-caps, /dev/vfio, /dev/dri.
+---@return string[]
+function M.device_nodes()
+  local out = {}
+  for _, name in ipairs(fs.list("/dev") or {}) do
+    for _, pre in ipairs(M.device_prefixes) do
+      if name:sub(1, #pre) == pre and not fs.isdir("/dev/" .. name) then out[#out + 1] = "/dev/" .. name end
+    end
+  end
+  for _, d in ipairs(M.device_dirs) do
+    for _, name in ipairs(fs.list(d) or {}) do out[#out + 1] = d .. "/" .. name end
+  end
+  table.sort(out)
+  return out
+end
+
 local probe -- {ok, reason} once probed
 
 local function quote(s)
@@ -155,7 +182,10 @@ end
 --- when `limits.nproc` is given); a no-op for other users.
 --- Returns the new argv and whether the sandbox switches the user.
 ---@param argv string[]
----@param opts {workdir: string, ro?: string[], rw?: string[], network?: boolean, hide?: string[], user?: string}
+--- `devices`: `true` binds the host's accelerator nodes (M.device_nodes())
+--- and the driver paths that exist (M.driver_paths, read-only); a list binds
+--- exactly those nodes.
+---@param opts {workdir: string, ro?: string[], rw?: string[], network?: boolean, hide?: string[], user?: string, devices?: boolean|string[]}
 ---@return string[] argv
 ---@return boolean switched true when the command runs as nobody inside
 function M.wrap(argv, opts)
@@ -168,6 +198,12 @@ function M.wrap(argv, opts)
     error("sandbox.wrap: opts.workdir must be an absolute path", 2)
   end
   local ro, rw, hide = check_paths(opts.ro, "ro"), check_paths(opts.rw, "rw"), check_paths(opts.hide, "hide")
+  local devices = {}
+  if opts.devices == true then
+    devices = M.device_nodes()
+  elseif opts.devices then
+    devices = check_paths(opts.devices, "devices")
+  end
   local ok, reason = M.available()
   if not ok then
     warn_once(reason)
@@ -182,6 +218,12 @@ function M.wrap(argv, opts)
     for _, x in ipairs { "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID" } do a[#a + 1] = x end
   end
   local function add(...) for _, x in ipairs { ... } do a[#a + 1] = x end end
+  if #devices > 0 then
+    for _, p in ipairs(M.driver_paths) do
+      if exists(p) then add("--ro-bind", p, p) end
+    end
+    for _, p in ipairs(devices) do add("--dev-bind", p, p) end
+  end
   for _, p in ipairs(ro) do add("--ro-bind", p, p) end
   for _, p in ipairs(rw) do add("--bind", p, p) end
   add("--bind", workdir, workdir, "--chdir", workdir, "--setenv", "HOME", workdir, "--setenv", "TMPDIR", "/tmp")

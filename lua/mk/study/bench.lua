@@ -85,6 +85,7 @@ function bench.outcome(summary, run_dir)
     compiled = run_compiled(summary, run_dir),
     speedup = speedup,
     latency_s = best and tonumber(best.latency_s),
+    timing = best and best.timing, -- "interpret": not a kernel timing (mk.metrics)
     baseline_latency_s = tonumber(summary.baseline_latency_s),
     best_node = best and best.node,
     nodes = math.tointeger(summary.nodes) or summary.nodes,
@@ -355,7 +356,8 @@ function bench.format(results)
     for _, s in ipairs(r.speedups or {}) do sps[#sps + 1] = s > 0 and string.format("%.2f", s) or "x" end
     local c = r.cost or {}
     L[#L + 1] = string.format("%-" .. w .. "s  %-8s %-7s %8s %7s  %-22s %10s %9s %8s %8s",
-      r.task, r.compiled and "yes" or "no", r.correct and "yes" or "no", fx(r.speedup),
+      r.task, r.compiled and "yes" or "no", r.correct and "yes" or "no",
+      r.timing == "interpret" and fx(r.speedup) .. "i" or fx(r.speedup),
       string.format("%d/%d", r.correct_runs or 0, r.repeats or 0), table.concat(sps, " "):sub(1, 22),
       fint((c.input_tokens or 0) + (c.output_tokens or 0)), string.format("$%.4f", c.usd or 0), fsec(c.device_s), fsec(c.wall_s))
   end
@@ -370,6 +372,10 @@ function bench.format(results)
   end
   L[#L + 1] = string.format("compiled %d/%d   correct %d/%d   %s", a.compiled or 0, a.tasks or #rows,
     a.correct or 0, a.tasks or #rows, table.concat(fp, "   "))
+  if (a.interpret_timed or 0) > 0 then
+    L[#L + 1] = string.format("%d task(s) timed in interpret mode (an interpreter's speed, not kernel timings): " ..
+      "their speedups count 1.0 in the geomeans and are left out of fast_p for p > 0", a.interpret_timed)
+  end
   local c = a.cost or {}
   L[#L + 1] = string.format("cost: %s input + %s output tokens, $%.4f, LLM %s, device %s, wall %s (sum over %s runs)",
     fint(c.input_tokens), fint(c.output_tokens), c.usd or 0, fsec(c.llm_s), fsec(c.device_s), fsec(c.wall_s),

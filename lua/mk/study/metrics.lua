@@ -15,6 +15,9 @@
 ---     greater than p (KernelBench: "faster than p x baseline"); a speedup of
 ---     exactly p does not count, so fast_1 counts only real wins and fast_0
 ---     is the share of correct tasks with a measured speedup.
+---   * A row with `timing = "interpret"` (a kernel run by an interpreter on
+---     the host, e.g. Pallas TPU interpret mode) has no kernel timing: its
+---     speedup counts 1.0 in the geomeans and only towards fast_0.
 local metrics = {}
 
 metrics.P = { 0, 1, 1.5, 2 }
@@ -25,12 +28,19 @@ local function valid_speedup(s)
   return type(s) == "number" and s > 0 and s < math.huge and s == s
 end
 
+--- Whether a row's speedup is a kernel timing (not an interpreter's).
+---@param row table task row
+---@return boolean
+function metrics.timed(row)
+  return row.correct == true and valid_speedup(row.speedup) and row.timing ~= "interpret"
+end
+
 --- The speedup a task contributes to the unfloored geomean: its measured
---- speedup when correct, else 1.0.
+--- speedup when correct (and timed on a device), else 1.0.
 ---@param row table task row
 ---@return number
 function metrics.effective_speedup(row)
-  if row.correct and valid_speedup(row.speedup) then return row.speedup end
+  if metrics.timed(row) then return row.speedup end
   return 1.0
 end
 
@@ -75,7 +85,7 @@ function metrics.fast_p(rows, p)
   if #rows == 0 then return 0 end
   local n = 0
   for _, r in ipairs(rows) do
-    if r.correct and valid_speedup(r.speedup) and r.speedup > p then n = n + 1 end
+    if r.correct and valid_speedup(r.speedup) and r.speedup > p and (p == 0 or metrics.timed(r)) then n = n + 1 end
   end
   return n / #rows
 end
@@ -238,6 +248,7 @@ function metrics.task_row(task, runs)
     correct = m.correct and true or false,
     speedup = valid_speedup(m.speedup) and m.correct and m.speedup or nil,
     latency_s = m.latency_s,
+    timing = m.timing,
     baseline_latency_s = m.baseline_latency_s,
     correct_runs = ncorrect,
     compiled_runs = ncompiled,
@@ -253,10 +264,14 @@ end
 function metrics.aggregate(rows)
   local compiled, correct = metrics.counts(rows)
   local fast, curve = metrics.fast_table(rows)
-  local costs = {}
-  for i, r in ipairs(rows) do costs[i] = r.cost end
+  local costs, interpreted = {}, 0
+  for i, r in ipairs(rows) do
+    costs[i] = r.cost
+    if r.correct and r.timing == "interpret" then interpreted = interpreted + 1 end
+  end
   return {
     tasks = #rows,
+    interpret_timed = interpreted, -- correct tasks whose speedup is an interpreter's (counted 1.0)
     compiled = compiled,
     correct = correct,
     geomean_speedup = metrics.geomean_speedup(rows),

@@ -1,0 +1,46 @@
+"""tiled.py with the bias tile fetched from HBM by an async DMA on the last K
+step (memory_space=pl.ANY), waited on before the epilogue reads it."""
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+bm = 128
+bn = 128
+bk = 256
+
+
+def _kernel(x_ref, w_ref, b_hbm, o_ref, acc_ref, b_vmem, sem):
+    k = pl.program_id(2)
+    j = pl.program_id(1)
+
+    @pl.when(k == 0)
+    def _():
+        acc_ref[...] = jnp.zeros_like(acc_ref)
+
+    acc_ref[...] += jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)
+
+    @pl.when(k == pl.num_programs(2) - 1)
+    def _():
+        copy = pltpu.make_async_copy(b_hbm.at[:, pl.ds(j * bn, bn)], b_vmem, sem)
+        copy.start()
+        copy.wait()
+        y = acc_ref[...] + b_vmem[...].astype(jnp.float32)
+        o_ref[...] = jax.nn.gelu(y, approximate=True).astype(o_ref.dtype)
+
+
+def workload(x, w, b):
+    M, K = x.shape
+    N = w.shape[1]
+    return pl.pallas_call(
+        _kernel,
+        out_shape=jax.ShapeDtypeStruct((M, N), x.dtype),
+        grid=(pl.cdiv(M, bm), pl.cdiv(N, bn), K // bk),
+        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, k: (i, k)),
+                  pl.BlockSpec((bk, bn), lambda i, j, k: (k, j)),
+                  pl.BlockSpec(memory_space=pl.ANY)],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, k: (i, j)),
+        scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32), pltpu.VMEM((1, bn), b.dtype),
+                        pltpu.SemaphoreType.DMA(())],
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "arbitrary")),
+    )(x, w, b.reshape(1, N))

@@ -1,1 +1,0 @@
-"""jax.experimental stand-in (tests only)."""
