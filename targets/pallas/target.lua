@@ -606,7 +606,7 @@ function M.compile(task, files, workdir, opts)
   build.wall_s = r.wall_s
   build.device = r.device
   build.interpret = r.interpret
-  build.timing = r.timing
+  build.timing_kind = r.timing
   return build
 end
 
@@ -695,7 +695,7 @@ function M.bench(task, build, opts)
   local outputs = build.workdir .. "/outputs-bench"
   fs.rm_rf(outputs)
   local extra = timing_args(opts, { "--tests", opts.tests_dir, "--no-check-output", "--save-output", outputs },
-    build.timing == "interpret")
+    build.timing_kind == "interpret")
   local r = device_harness("bench", candidate_args(task, build, extra, opts), {
     timeout = opts.timeout or task.timeout, cwd = build.workdir,
     sandbox = sandbox_for(task, build.workdir, opts, visible_inputs(opts.tests_dir)),
@@ -715,7 +715,7 @@ function M.bench(task, build, opts)
   return {
     status = "ok", correct = true, latency_s = r.latency_s, spread = r.spread, min_s = s.min_s, max_s = s.max_s,
     reps = math.tointeger(s.n) or s.n, method = r.method, message = "", wall_s = r.wall_s,
-    trace_error = r.trace_error, device = r.device_info, timing = r.timing, interpret = r.interpret,
+    trace_error = r.trace_error, device = r.device_info, timing_kind = r.timing, interpret = r.interpret,
   }
 end
 
@@ -728,7 +728,7 @@ local function profile_result(r)
     peak_gflops = g(p.peak_flops), peak_gbps = g(p.peak_bytes_per_s),
     intensity = p.intensity, bound = p.bound, chip = p.chip,
     flops = p.flops, bytes = p.bytes, flops_source = p.flops_source, bytes_source = p.bytes_source,
-    latency_s = r.latency_s, counters = nil, timing = r.timing,
+    latency_s = r.latency_s, counters = nil, timing_kind = r.timing,
     counters_message = "no hardware counters for the Pallas target; use XProf for per-op detail",
     wall_s = r.wall_s, device = r.device_info,
   }
@@ -742,7 +742,7 @@ end
 function M.profile(task, build, opts)
   opts = opts or {}
   if build.status ~= "ok" then return { status = build.status, text = "", message = build.message } end
-  local extra = timing_args(opts, nil, build.timing == "interpret")
+  local extra = timing_args(opts, nil, build.timing_kind == "interpret")
   if opts.tests_dir then extra[#extra + 1] = "--tests"; extra[#extra + 1] = opts.tests_dir end
   if opts.latency_s then extra[#extra + 1] = "--latency-s"; extra[#extra + 1] = string.format("%.17g", opts.latency_s) end
   local r = device_harness("profile", candidate_args(task, build, extra, opts), {
@@ -770,7 +770,7 @@ function M.baseline(task, opts)
   return {
     status = "ok", correct = true, latency_s = r.latency_s, spread = r.spread, min_s = s.min_s, max_s = s.max_s,
     reps = math.tointeger(s.n) or s.n, method = r.method, flops = r.flops, bytes = r.bytes, text = r.text,
-    message = "", wall_s = r.wall_s, device = r.device_info, profile = profile_result(r), timing = r.timing,
+    message = "", wall_s = r.wall_s, device = r.device_info, profile = profile_result(r), timing_kind = r.timing,
   }
 end
 

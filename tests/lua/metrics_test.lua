@@ -33,7 +33,7 @@ end)
 
 t.test("interpret-timed speedups are not mixed into the geomeans nor fast_p above 0", function()
   local interp = row(true, 8.0)
-  interp.timing = "interpret"
+  interp.timing_kind = "interpret"
   local r = { interp, row(true, 4.0) }
   t.near(metrics.geomean_speedup(r), 2.0, 1e-12) -- (1 * 4)^(1/2): the 8x is an interpreter's
   t.near(metrics.geomean_speedup(r, 1.0), 2.0, 1e-12)
@@ -43,7 +43,7 @@ t.test("interpret-timed speedups are not mixed into the geomeans nor fast_p abov
   t.eq(metrics.timed(row(true, 4.0)), true)
   local a = metrics.aggregate(r)
   t.eq(a.interpret_timed, 1)
-  t.eq(metrics.task_row("x", { interp }).timing, "interpret")
+  t.eq(metrics.task_row("x", { interp }).timing_kind, "interpret")
 end)
 
 t.test("fast_p counts over all tasks, strictly greater than p", function()

@@ -172,11 +172,11 @@ t.test("freeze, compile, test, bench, profile, baseline end to end (real JAX)", 
   t.eq(#r.cases, 2)
 
   t.eq(good.interpret, "tpu", "TPU interpret mode is the default on the CPU")
-  t.eq(good.timing, "interpret")
+  t.eq(good.timing_kind, "interpret")
   local b = pallas.bench(task, good, { tests_dir = tests, iters = 5, warmup = 1 })
   t.eq(b.status, "ok", b.message)
   t.ok(b.latency_s > 0)
-  t.eq(b.timing, "interpret")
+  t.eq(b.timing_kind, "interpret")
   t.eq(b.reps, 3, "interpreted kernels get M.interpret_timing's 3 calls, not a benchmark")
   local plain = pallas.compile(task, { ["kernel.py"] = read(CANDS .. "/good.py") }, d .. "/plain",
     { tests_dir = tests, interpret = true })
@@ -282,7 +282,7 @@ t.test("bank kernels through mk.search.eval in TPU interpret mode: verdicts, rac
     if id == "pallas_dma_race" then t.contains(r.message, "data race") end
     if id == "pallas_block5" then t.contains(r.message, "lowering for TPU (Mosaic) failed") end
     if want == "ok" then
-      t.eq(r.timing, "interpret", id)
+      t.eq(r.timing_kind, "interpret", id)
       t.contains(r.message, "interpret timings")
       io.stderr:write(string.format("  %s: %s\n", id, r.message))
     end

@@ -479,7 +479,7 @@ function Ctx:evaluated(kind, parents, out, extra)
     -- the error a failed candidate got: error.txt in its commit, shown by `mkengine show RUN NODE`
     error = res.status ~= "ok" and trim(res.message, 8000) or nil,
     metrics = { latency_s = res.latency_s, speedup = res.speedup, baseline_latency_s = res.baseline_latency_s,
-      correct = res.correct, spread = res.spread, timing = res.timing, gflops = res.profile and res.profile.gflops,
+      correct = res.correct, spread = res.spread, timing_kind = res.timing_kind, gflops = res.profile and res.profile.gflops,
       gbps = res.profile and res.profile.gbps,
       -- the source's measurement record, shared by identical candidates of the run
       source_hash = res.source_hash, measurements = res.measurements, samples = res.samples,

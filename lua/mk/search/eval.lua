@@ -402,12 +402,12 @@ function Evaluator:evaluate(files, opts)
   local r = {
     status = "ok", correct = true, latency_s = br.latency_s, spread = br.spread, reps = br.reps,
     baseline_latency_s = base.latency_s, speedup = base.latency_s / br.latency_s, tune = tune,
-    timing = br.timing, -- "interpret": an interpreter's speed, not a kernel timing
+    timing_kind = br.timing_kind, -- "interpret": an interpreter's speed, not a kernel timing
   }
   local fmt_s = self.target.fmt_s or util.fmt_s
   r.message = string.format("correct; %s per call vs baseline %s (%.2fx)%s", fmt_s(r.latency_s),
     fmt_s(r.baseline_latency_s), r.speedup, tune and (", tuned " .. fmt_params(tune.params)) or "")
-  if r.timing == "interpret" then
+  if r.timing_kind == "interpret" then
     r.message = r.message .. " [interpret timings: not kernel timings]"
   elseif r.speedup > 20 then
     r.suspicious = true

@@ -153,7 +153,7 @@ end
 local function summarize_node(n)
   if not n then return nil end
   return { node = n.id, speedup = n.metrics and n.metrics.speedup, latency_s = n.metrics and n.metrics.latency_s,
-    timing = n.metrics and n.metrics.timing }
+    timing_kind = n.metrics and n.metrics.timing_kind, timing = n.metrics and n.metrics.timing }
 end
 
 -- The best node that also passes the held-out check (nodes failing it are

@@ -73,7 +73,7 @@ function Progress:event(ev)
       f.correct = f.correct + 1
       local s = tonumber(m.speedup)
       if s and (not f.best or s > f.best) then f.best = s end
-      if m.timing == "interpret" then f.interpret = true end
+      if m.timing_kind == "interpret" then f.interpret = true end
     end
   end
   local u = type(ev.usage) == "table" and ev.usage or ev

@@ -85,7 +85,7 @@ function bench.outcome(summary, run_dir)
     compiled = run_compiled(summary, run_dir),
     speedup = speedup,
     latency_s = best and tonumber(best.latency_s),
-    timing = best and best.timing, -- "interpret": not a kernel timing (mk.metrics)
+    timing_kind = best and best.timing_kind, -- "interpret": not a kernel timing (mk.metrics)
     baseline_latency_s = tonumber(summary.baseline_latency_s),
     best_node = best and best.node,
     nodes = math.tointeger(summary.nodes) or summary.nodes,
@@ -357,7 +357,7 @@ function bench.format(results)
     local c = r.cost or {}
     L[#L + 1] = string.format("%-" .. w .. "s  %-8s %-7s %8s %7s  %-22s %10s %9s %8s %8s",
       r.task, r.compiled and "yes" or "no", r.correct and "yes" or "no",
-      r.timing == "interpret" and fx(r.speedup) .. "i" or fx(r.speedup),
+      r.timing_kind == "interpret" and fx(r.speedup) .. "i" or fx(r.speedup),
       string.format("%d/%d", r.correct_runs or 0, r.repeats or 0), table.concat(sps, " "):sub(1, 22),
       fint((c.input_tokens or 0) + (c.output_tokens or 0)), string.format("$%.4f", c.usd or 0), fsec(c.device_s), fsec(c.wall_s))
   end

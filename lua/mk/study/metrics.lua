@@ -15,7 +15,7 @@
 ---     greater than p (KernelBench: "faster than p x baseline"); a speedup of
 ---     exactly p does not count, so fast_1 counts only real wins and fast_0
 ---     is the share of correct tasks with a measured speedup.
----   * A row with `timing = "interpret"` (a kernel run by an interpreter on
+---   * A row with `timing_kind = "interpret"` (a kernel run by an interpreter on
 ---     the host, e.g. Pallas TPU interpret mode) has no kernel timing: its
 ---     speedup counts 1.0 in the geomeans and only towards fast_0.
 local metrics = {}
@@ -32,7 +32,7 @@ end
 ---@param row table task row
 ---@return boolean
 function metrics.timed(row)
-  return row.correct == true and valid_speedup(row.speedup) and row.timing ~= "interpret"
+  return row.correct == true and valid_speedup(row.speedup) and row.timing_kind ~= "interpret"
 end
 
 --- The speedup a task contributes to the unfloored geomean: its measured
@@ -248,7 +248,7 @@ function metrics.task_row(task, runs)
     correct = m.correct and true or false,
     speedup = valid_speedup(m.speedup) and m.correct and m.speedup or nil,
     latency_s = m.latency_s,
-    timing = m.timing,
+    timing_kind = m.timing_kind,
     baseline_latency_s = m.baseline_latency_s,
     correct_runs = ncorrect,
     compiled_runs = ncompiled,
@@ -267,7 +267,7 @@ function metrics.aggregate(rows)
   local costs, interpreted = {}, 0
   for i, r in ipairs(rows) do
     costs[i] = r.cost
-    if r.correct and r.timing == "interpret" then interpreted = interpreted + 1 end
+    if r.correct and r.timing_kind == "interpret" then interpreted = interpreted + 1 end
   end
   return {
     tasks = #rows,
