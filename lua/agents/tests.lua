@@ -51,7 +51,7 @@ function M.run(ctx, a)
     max_extra = max_extra,
     max_dim = max_dim,
   })
-  local text, tr = common.ask(ctx, "tests", system, user, a.key .. "/tests", { temperature = 0.2 })
+  local text, tr = common.ask(ctx, "tests", system, user, a.key .. "/tests", { temperature = "agent_tool_temperature" })
   if not text then return {}, tr end
   local body = text:match("```json%s*\n(.-)```") or text:match("(%[.*%])")
   local okj, decoded = pcall(cjson.decode, body or "")

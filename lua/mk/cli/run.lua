@@ -5,7 +5,7 @@ local M = {
   summary = "run a search strategy on a task (writes a run directory)",
   usage = "usage: mkengine run STRATEGY TASK [--model SPEC] [--set KEY=VALUE]... [--seed N] [--run-dir DIR]\n"
     .. "                    [--budget tokens=N,usd=X,device_s=S,wall_s=S] [--jobs N] [--llm-config FILE]\n"
-    .. "                    [--llm-cache rw|ro|off] [--timeout S] [--kb-learn] [--quiet] [--json]",
+    .. "                    [--llm-cache rw|ro|off] [--timeout S] [--kb-learn] [--dump-prompts DIR] [--quiet] [--json]",
   help = [[
 STRATEGY  a name in lua/strategies (auto, zeroshot, parallel, beam, evolve, greedy, hitl)
           or a path to your own strategy file
@@ -13,13 +13,15 @@ TASK      a task directory (examples/tasks/c/rmsnorm, a JAXBench or MaxKernel ta
 
 --model SPEC        openai:MODEL, gemini:MODEL, anthropic:MODEL, exec:COMMAND, or
                     scripted (the offline scripted test model)
---set KEY=VALUE     strategy option (numbers, true/false, strings); repeatable
+--set KEY=VALUE     strategy option (numbers, true/false, strings), or an agent setting
+                    (agent_max_tokens, agent_temperature, ...: docs/api/agents.md); repeatable
 --seed N            seed of every random choice (default 1)
 --budget ...        stop expanding once any limit is spent
 --run-dir DIR       where to write the run (default runs/<time>-<strategy>-<task>/)
 --jobs N            compiles at a time (bench and profile runs are exclusive)
 --timeout S         limit for each candidate process
 --kb-learn          append what worked and failed to kb/learned/ at the end
+--dump-prompts DIR  write every model request (system and user prompt) to DIR/NNNN-<agent>.txt
 --quiet / --json    no progress line / events as JSON lines on stdout
 
 Exit code: 0 when a correct kernel was found, 1 when none was, 2 on bad input.]],
@@ -49,7 +51,7 @@ function M.parse(args, usage, extra_flags, extra_options)
 end
 
 function M.run(args)
-  local o, pos = M.parse(args, M.usage)
+  local o, pos = M.parse(args, M.usage, nil, { dump_prompts = "string" })
   if #pos ~= 2 then cli.usage_error("expected STRATEGY and TASK", M.usage) end
   o.strategy, o.task = pos[1], pos[2]
   o.agents = require "agents"
