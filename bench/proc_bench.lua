@@ -45,7 +45,7 @@ measure("proc.run true, timeout + limits", n, function()
 end)
 if sandbox.available() then
   measure("proc.run true, sandbox (bubblewrap)", n // 4, function()
-    local r = proc.run { argv = { "true" }, sandbox = { workdir = work } }
+    local r = proc.run(sandbox.apply { argv = { "true" }, sandbox = { workdir = work } })
     assert(r.code == 0, r.stderr)
   end)
 else

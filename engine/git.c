@@ -122,6 +122,19 @@ static int l_fsync(lua_State *L) {
   return 0;
 }
 
+/* git.hash(data) -> hex id of data as a git blob (SHA-1 over "blob N\0"
+ * + data): the content address that worker task shipping uses. */
+static int l_hash(lua_State *L) {
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  git_oid oid;
+  if (git_odb_hash(&oid, s, n, GIT_OBJECT_BLOB) < 0) return luaL_error(L, "git.hash: cannot hash");
+  char hex[GIT_OID_HEXSZ + 1];
+  git_oid_tostr(hex, sizeof hex, &oid);
+  lua_pushstring(L, hex);
+  return 1;
+}
+
 static int l_version(lua_State *L) {
   int major, minor, rev;
   git_libgit2_version(&major, &minor, &rev);
@@ -666,7 +679,8 @@ int luaopen_mk_git(lua_State *L) {
   }
   lua_pop(L, 1);
   static const luaL_Reg funcs[] = {
-      {"init", l_init}, {"open", l_open}, {"fsync", l_fsync}, {"version", l_version}, {NULL, NULL}};
+      {"init", l_init}, {"open", l_open},       {"fsync", l_fsync},
+      {"version", l_version}, {"hash", l_hash}, {NULL, NULL}};
   luaL_newlib(L, funcs);
   return 1;
 }

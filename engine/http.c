@@ -90,6 +90,9 @@ typedef struct xfer {
   long status;
   double total_s;
   long connects;       /* new connections this transfer had to open */
+  curl_off_t max_bytes; /* cap on the body received (0: none) */
+  curl_off_t rx_bytes;  /* body bytes received so far */
+  int too_big;          /* aborted because the body passed max_bytes */
   wait_op *waiter;
   struct stall *stall; /* the no-data watchdog, when stall_timeout is set */
   uint64_t last_rx;    /* loop time (ms) of the last bytes received */
@@ -279,11 +282,26 @@ static void check_multi_info(void) {
   }
 }
 
+/* Past max_bytes the transfer is aborted (returning less than len makes
+ * curl stop with CURLE_WRITE_ERROR) and what was buffered is freed at once:
+ * a runaway reply must not hold memory until the request is closed. */
 static size_t write_cb(char *p, size_t size, size_t n, void *ud) {
   xfer *x = ud;
   size_t len = size * n;
   x->last_rx = uv_now(G.loop);
-  if (buf_add(&x->body, p, len) != 0) return 0;
+  x->rx_bytes += (curl_off_t)len;
+  if (x->max_bytes > 0 && x->rx_bytes > x->max_bytes) {
+    x->too_big = 1;
+    buf_free(&x->body);
+    buf_free(&x->partial);
+    buf_free(&x->lines);
+    x->nlines = 0;
+    return 0;
+  }
+  if (buf_add(&x->body, p, len) != 0) {
+    snprintf(x->errbuf, sizeof x->errbuf, "out of memory while receiving the response");
+    return 0;
+  }
   if (x->want_lines) {
     add_lines(x, p, len);
     wake(x, 0);
@@ -403,7 +421,7 @@ static const char *opt_string(lua_State *L, int t, const char *k, size_t *len) {
 static long to_ms(double s) { return s <= 0 ? 0 : (long)ceil(s * 1000.0); }
 
 /* open{method, url, headers, body, timeout, connect_timeout, stall_timeout,
- *      lines, follow, verbose} -> request userdata; the transfer starts now. */
+ *      max_response_bytes, lines, follow, verbose} -> request userdata; the transfer starts now. */
 static int l_open(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   if (!lua_isyieldable(L)) return luaL_error(L, "mk.http.request: must be called inside a task");
@@ -415,6 +433,7 @@ static int l_open(lua_State *L) {
   double timeout = opt_number(L, 1, "timeout", 0);
   double connect_timeout = opt_number(L, 1, "connect_timeout", 30);
   double stall_s = opt_number(L, 1, "stall_timeout", 0);
+  double max_bytes = opt_number(L, 1, "max_response_bytes", 0);
   lua_getfield(L, 1, "lines");
   int want_lines = lua_toboolean(L, -1);
   lua_getfield(L, 1, "follow");
@@ -464,6 +483,7 @@ static int l_open(lua_State *L) {
   x->easy = e;
   x->hdrs = hdrs;
   x->want_lines = want_lines;
+  x->max_bytes = max_bytes > 0 ? (curl_off_t)max_bytes : 0;
   x->closed = 0;
   G.live++;
   curl_easy_setopt(e, CURLOPT_URL, url);
@@ -480,6 +500,7 @@ static int l_open(lua_State *L) {
   curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, (long)follow);
   curl_easy_setopt(e, CURLOPT_VERBOSE, (long)verbose);
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  if (x->max_bytes > 0) curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, x->max_bytes);
   if (timeout > 0) curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, to_ms(timeout));
   if (connect_timeout > 0) curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, to_ms(connect_timeout));
   if (body) {
@@ -555,7 +576,11 @@ static int push_response(lua_State *L, xfer *x) {
   if (x->cancelled) return mk_push_error(L, "cancelled", "request cancelled");
   if (x->result != CURLE_OK) {
     const char *detail = x->errbuf[0] ? x->errbuf : curl_easy_strerror(x->result);
-    mk_push_error(L, error_kind(x->result), "%s", detail);
+    if (x->too_big || x->result == CURLE_FILESIZE_EXCEEDED)
+      mk_push_error(L, "bad_response", "the response passed max_response_bytes (%I bytes); transfer aborted",
+                    (lua_Integer)x->max_bytes);
+    else
+      mk_push_error(L, error_kind(x->result), "%s", detail);
     lua_pushinteger(L, (lua_Integer)x->result);
     lua_setfield(L, -2, "curl_code");
     if (x->status > 0) {

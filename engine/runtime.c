@@ -100,13 +100,19 @@ static int home_path(lua_State *L) {
 }
 
 int luaopen_mk_home(lua_State *L) {
-  lua_createtable(L, 0, 3);
+  lua_createtable(L, 0, 4);
   lua_pushstring(L, mk_home(L));
   lua_setfield(L, -2, "home");
   lua_pushliteral(L, MK_VERSION);
   lua_setfield(L, -2, "version");
   lua_pushcfunction(L, home_path);
   lua_setfield(L, -2, "path");
+  char exe[4096];
+  size_t n = sizeof exe;
+  if (uv_exepath(exe, &n) == 0) { /* the running mkengine: local workers start it */
+    lua_pushlstring(L, exe, n);
+    lua_setfield(L, -2, "exe");
+  }
   return 1;
 }
 

@@ -20,6 +20,8 @@ struct mk_runtime {
   mk_op *consumed;        /* op whose results are being pushed (freed if results raised) */
   int unobserved_ref;     /* table: handle -> true for errors nobody awaited */
   int cancelled_ref;      /* the task.CANCELLED error value */
+  int signal;             /* SIGINT/SIGTERM received (0: none): every task was cancelled */
+  uv_signal_t sig_handles[2];
 };
 
 mk_runtime *mk_rt(lua_State *L);

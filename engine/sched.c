@@ -7,6 +7,7 @@
 #include "runtime.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -535,6 +536,44 @@ static int l_abandon(lua_State *L) {
   return 0;
 }
 
+/* ---- signals -------------------------------------------------------------- */
+
+/* SIGINT / SIGTERM: the first cancels every task, so the Lua code of the
+ * main task sees task.CANCELLED where it waits and cleans up on its way out
+ * (what to record is policy: task.signal() tells it why); the exit code is
+ * then 128 + the signal. A second one ends the process at once with the
+ * signal's default action (what it left is swept at the next start). */
+static void on_signal(uv_signal_t *h, int signum) {
+  mk_runtime *rt = h->data;
+  if (rt->signal) {
+    signal(signum, SIG_DFL);
+    raise(signum);
+    return;
+  }
+  rt->signal = signum;
+  for (mk_task *t = rt->all; t; t = t->next_all) cancel_task(t);
+}
+
+static void signals_start(mk_runtime *rt) {
+  const int sigs[2] = {SIGINT, SIGTERM};
+  for (int i = 0; i < 2; i++) {
+    uv_signal_t *h = &rt->sig_handles[i];
+    if (uv_signal_init(&rt->loop, h) != 0) continue;
+    h->data = rt;
+    uv_signal_start(h, on_signal, sigs[i]);
+    uv_unref((uv_handle_t *)h); /* never keeps the loop (or a deadlock check) alive */
+  }
+}
+
+/* signal() -> "SIGINT" | "SIGTERM" | nil: the signal that is stopping the engine */
+static int l_signal(lua_State *L) {
+  int s = mk_rt(L)->signal;
+  if (s == SIGINT) lua_pushliteral(L, "SIGINT");
+  else if (s == SIGTERM) lua_pushliteral(L, "SIGTERM");
+  else lua_pushnil(L);
+  return 1;
+}
+
 /* ---- the loop --------------------------------------------------------------- */
 
 static void run_ready(mk_runtime *rt) {
@@ -605,6 +644,7 @@ int mk_sched_run_main(mk_runtime *rt, int nargs) {
   mk_task *main = lua_touserdata(L, -1);
   int main_ref = luaL_ref(L, LUA_REGISTRYINDEX); /* keep the handle alive */
   int code = 0;
+  signals_start(rt);
   while (!done(main)) {
     run_ready(rt);
     if (done(main)) break;
@@ -626,9 +666,13 @@ int mk_sched_run_main(mk_runtime *rt, int nargs) {
     lua_pop(L, 2);
   } else if (main->status == T_ERROR) {
     code = main_failed(L, main);
-  } else if (main->status == T_CANCELLED) {
+  } else if (main->status == T_CANCELLED && !rt->signal) {
     fprintf(stderr, "mkengine: the main task was cancelled\n");
     code = 1;
+  }
+  if (rt->signal) { /* whatever the main task made of it */
+    fprintf(stderr, "mkengine: stopped by %s\n", rt->signal == SIGINT ? "SIGINT" : "SIGTERM");
+    code = 128 + rt->signal;
   }
   drain(rt);
   /* errors in tasks that nobody awaited */
@@ -686,7 +730,7 @@ int luaopen_mk_sched(lua_State *L) {
   static const luaL_Reg funcs[] = {{"spawn", l_spawn},     {"cancel", l_cancel}, {"current", l_current},
                                    {"now", l_now},         {"sleep", l_sleep},   {"suspend", l_suspend},
                                    {"wake", l_wake},       {"join", l_join},     {"stats", l_stats},
-                                   {"abandon", l_abandon}, {NULL, NULL}};
+                                   {"abandon", l_abandon}, {"signal", l_signal}, {NULL, NULL}};
   luaL_newlib(L, funcs);
   lua_pushlightuserdata(L, &WAIT_KEY);
   lua_setfield(L, -2, "WAIT");

@@ -9,6 +9,10 @@ jobs=$(nproc 2>/dev/null || echo 2)
 echo "== luacheck"
 luacheck -q lua targets tests/lua examples bench
 
+# tests/python/candidates/ are deliberately broken candidate kernels
+echo "== pyflakes"
+git ls-files '*.py' | grep -v '^tests/python/candidates/' | xargs pyflakes3
+
 echo "== ctest (build)"
 (cd build && ctest --output-on-failure -j "$jobs")
 

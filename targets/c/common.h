@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "sha256.h"
 
 typedef enum { MKC_F32, MKC_F64, MKC_I32, MKC_I64, MKC_BAD } mkc_dtype;
 
@@ -43,17 +44,9 @@ static inline double mkc_get(const void *buf, mkc_dtype t, size_t i) {
   }
 }
 
-typedef struct {
-  uint32_t h[8];
-  uint64_t len;
-  unsigned char buf[64];
-  size_t fill;
-} mkc_sha256;
-void mkc_sha256_init(mkc_sha256 *s);
-void mkc_sha256_update(mkc_sha256 *s, const void *data, size_t n);
-void mkc_sha256_hex(mkc_sha256 *s, char out[65]);
-/* SHA-256 of a whole file as hex; 0 ok, -1 cannot read. */
-int mkc_sha256_file(const char *path, char out[65]);
+/* SHA-256 of a whole file as hex; 0 ok, -1 cannot read. The engine's one
+ * implementation (engine/sha256.c), compiled into these standalone programs. */
+static inline int mkc_sha256_file(const char *path, char out[65]) { return mk_sha256_file(path, out); }
 
 /* Non-cryptographic 64-bit hash of a byte range (several GB/s). */
 uint64_t mkc_hash64(const void *data, size_t n);

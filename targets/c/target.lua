@@ -7,6 +7,8 @@
 local fs = require "mk.fs"
 local proc = require "mk.proc"
 local cjson = require "cjson.safe"
+local util = require "mk.services.util"
+local hash = require "mk.hash"
 
 local M = { name = "c" }
 
@@ -24,14 +26,7 @@ end
 
 local function bad(msg) return nil, { kind = "bad_task", message = msg } end
 
-local function fmt_s(s)
-  if s >= 1 then return string.format("%.3f s", s) end
-  if s >= 1e-3 then return string.format("%.3f ms", s * 1e3) end
-  return string.format("%.2f us", s * 1e6)
-end
-M.fmt_s = fmt_s
-
-local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local fmt_s, sh_quote = util.fmt_s, util.sh_quote
 
 local function exists_exe(p) return p and fs.exists(p) end
 
@@ -307,7 +302,7 @@ local function run_sandboxed(argv, opts)
     limits = opts.limits,
     sandbox = { workdir = opts.workdir, ro = opts.ro, rw = opts.rw, network = false },
   }
-  local r, err = proc.run(spec)
+  local r, err = proc.run(require("mk.services.sandbox").apply(spec))
   if not r then return nil, err end
   return r
 end
@@ -580,11 +575,7 @@ local function checker(plan)
   return j
 end
 
-local function sha256_of(path)
-  local b = M.binaries()
-  local r = proc.run { argv = { b.check, "--sha256", path }, timeout = 600 }
-  return r and r.status == "exited" and r.code == 0 and (r.stdout or ""):match("^(%x+)")
-end
+local function sha256_of(path) return (hash.sha256_file(path)) end
 
 -- What the frozen suite depends on: the reference, the signature and the
 -- case list (a runner may add test shapes after loading the task).

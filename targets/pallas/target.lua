@@ -111,10 +111,10 @@ local function harness(sub, args, opts)
     -- No limits.mem_mb: the JAX runtimes reserve far more address space
     -- than they use, so RLIMIT_AS would break every run.
     local err
-    r, err = proc.run {
+    r, err = proc.run(require("mk.services.sandbox").apply {
       argv = argv, cwd = opts.cwd, timeout = timeout, max_output = M.defaults.max_output,
       sandbox = opts.sandbox, env = child_env(),
-    }
+    })
     if not r then
       return { status = "error", kind = err.kind or "spawn", message = "cannot run the harness (" .. argv[1] ..
         "): " .. tostring(err.message), wall_s = 0 }

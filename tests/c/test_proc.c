@@ -75,6 +75,48 @@ int main(void) {
                      "return 0\n");
   CHECK(code == 0, "proc/20 concurrent runs each get their own output");
 
+  code = run(PRELUDE "local h = assert(proc.spawn{argv = {'cat'}})\n"
+                     "h:write('one\\ntwo\\n'); h:write('thr'); h:write('ee')\n"
+                     "if h:read_line() ~= 'one' or h:read_line() ~= 'two' then return 30 end\n"
+                     "h:close()\n"
+                     "if h:read_line() ~= 'three' or h:read_line() ~= nil then return 31 end\n"
+                     "local r = h:wait()\n"
+                     "return (r.status == 'exited' and r.code == 0) and 0 or 32\n");
+  CHECK(code == 0, "proc/spawn: lines written come back, a last partial line, then EOF and the exit");
+  CHECK(mk_op_live() == 0, "proc/spawn: no op left after a child finished");
+
+  code = run(PRELUDE "local h = assert(proc.spawn{argv = {'sh', '-c', 'sleep 100 & sleep 100'}})\n"
+                     "local ok = task.timeout(0.2, h.read_line, h)\n"
+                     "if ok ~= nil then return 33 end\n"
+                     "for _ = 1, 400 do\n"
+                     "  if task.stats().ops == 0 then break end\n"
+                     "  task.sleep(0.01)\n"
+                     "end\n"
+                     "local r = h:wait()\n"
+                     "return (r.status == 'signaled' and not h:running()) and 0 or 34\n");
+  CHECK(code == 0, "proc/spawn: cancelling a read_line kills the tree; the op ends after exit and EOF");
+  CHECK(mk_op_live() == 0, "proc/spawn: the cancelled read's op is freed");
+
+  code = run(PRELUDE "local h = assert(proc.spawn{argv = {'sleep', '100'}})\n"
+                     "h = nil; collectgarbage(); collectgarbage()\n"
+                     "task.sleep(0.05)\n"
+                     "return 0\n");
+  CHECK(code == 0, "proc/spawn: a collected handle kills its child and frees it");
+
+  code = run(PRELUDE "local h = assert(proc.spawn{argv = {'sleep', '100'}})\n"
+                     "return 0\n");
+  CHECK(code == 0, "proc/spawn: a child still running at shutdown is killed, nothing leaks");
+
+  code = run(PRELUDE "local h = assert(proc.spawn{argv = {'sh', '-c', 'head -c 20000000 /dev/zero | tr \"\\\\0\" x; echo; echo end'}})\n"
+                     "local l = h:read_line()\n"
+                     "if #l ~= 20000000 or h:read_line() ~= 'end' or h:read_line() ~= nil then return 35 end\n"
+                     "return h:wait().code == 0 and 0 or 36\n");
+  CHECK(code == 0, "proc/spawn: a 20 MB line comes back whole");
+
+  code = run(PRELUDE "local r, e = proc.spawn{argv = {'no-such-program-mk'}}\n"
+                     "return (r == nil and e.kind == 'spawn') and 0 or 37\n");
+  CHECK(code == 0, "proc/spawn: a missing program is a spawn error");
+
   CHECK(mk_op_live() == 0, "proc/no op left alive");
 
   printf("%d passed, %d failed\n", passed, failed);

@@ -27,6 +27,13 @@ Faults are chosen by the model name (so every client can select them):
                  mid-way (overloaded / server error); then ok
   fault-quota    terminal quota error (insufficient_quota / PerDay / billing)
   delay-N        answers after N milliseconds (the benchmark)
+  fault-huge     a 1 GiB reply written until the client hangs up: without
+                 Content-Length (plain) or as an endless-looking event stream;
+                 generated on the fly, never held in memory
+  fault-doneopen (stream) a complete answer ending `data: [DONE]`, then the
+                 connection is held open for 30 s without a byte
+  fault-stallmid (stream) first attempt: a few words, then nothing for 30 s;
+                 later attempts answer normally
 Attempts are counted per (wire format, model, request text), so tests use distinct
 prompts. A wrong key answers 401 (Gemini: 400 API_KEY_INVALID).
 
@@ -168,6 +175,10 @@ class Handler(BaseHTTPRequestHandler):
         cut = model == "fault-cutalways" or (model == "fault-cut" and attempt == 1)
         if stream and model == "fault-streamerror" and attempt == 1:
             return self.stream_error(fmt)
+        if stream and model == "fault-doneopen":
+            return self.stream_done_open(model, text)
+        if stream and model == "fault-stallmid" and attempt == 1:
+            return self.stream_stall(model)
         if stream:
             getattr(self, "stream_" + fmt)(model, text, thinking, usage, cut)
         else:
@@ -240,6 +251,9 @@ class Handler(BaseHTTPRequestHandler):
             return True
         if model == "fault-529" and attempt == 1:
             self.err(fmt, 529, "Overloaded", "overloaded_error")
+            return True
+        if model == "fault-huge":
+            self.huge(stream)
             return True
         if model == "fault-nonjson":
             data = b"<html><body>502 Bad Gateway from some proxy</body></html>"
@@ -319,6 +333,40 @@ class Handler(BaseHTTPRequestHandler):
             self.chunk('event: message_start\ndata: {"type": "message_start", "message": {"usage": {"input_tokens": 1}}}\n\n')
             self.chunk('event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}\n\n')
         self.end_stream()
+
+    def huge(self, stream, total=1 << 30):
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream" if stream else "application/json")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        if stream:
+            piece = "data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": "x" * 65000}}]}) + "\n\n"
+            block = piece.encode()
+        else:
+            block = b'{"choices": [' + b" " * (1 << 20)
+        sent = 0
+        try:
+            while sent < total:
+                self.wfile.write(block)
+                sent += len(block)
+        except OSError:
+            pass  # the client hung up: what the cap is for
+
+    def stream_done_open(self, model, text):
+        self.start_stream()
+        for p in self.pieces(text):
+            self.chunk("data: " + json.dumps({"model": model, "choices": [{"index": 0, "delta": {"content": p}}]}) + "\n\n")
+        self.chunk("data: " + json.dumps({"model": model, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}) + "\n\n")
+        self.chunk("data: [DONE]\n\n")
+        time.sleep(30)  # no end of the chunked body: the client must stop at [DONE]
+        self.close_connection = True
+
+    def stream_stall(self, model):
+        self.start_stream()
+        self.chunk("data: " + json.dumps({"model": model, "choices": [{"index": 0, "delta": {"content": "Hel"}}]}) + "\n\n")
+        time.sleep(30)
+        self.close_connection = True
 
     @staticmethod
     def pieces(text):

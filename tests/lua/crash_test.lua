@@ -14,12 +14,7 @@ local SCRIPT = "tests/crash/search.lua"
 local N = 3000
 local KILLS = 20
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
-  local out = p:read("a")
-  p:close()
-  return tonumber(out:match("rc=(%d+)%s*$")), (out:gsub("rc=%d+%s*$", ""))
-end
+local sh = t.sh
 
 -- the engine holding the run's lock is gone once the lock can be taken
 local function wait_released(dir)

@@ -125,8 +125,8 @@ t.test("the expected outputs are not visible inside the candidate's sandbox", fu
   local d = tmp()
   t.eq(c.freeze(task, d .. "/tests", { bench_sizes = { rows = 16, cols = 24 }, llc_bytes = 1 << 16 }).status, "ok")
   fs.mkdirs(d .. "/w")
-  local r = proc.run { argv = { "/bin/sh", "-c", "ls " .. d .. "/tests/expected; ls " .. d .. "/tests/inputs | head -1" },
-    sandbox = { workdir = d .. "/w", ro = { d .. "/tests/inputs" } } }
+  local r = proc.run(sandbox.apply { argv = { "/bin/sh", "-c", "ls " .. d .. "/tests/expected; ls " .. d ..
+    "/tests/inputs | head -1" }, sandbox = { workdir = d .. "/w", ro = { d .. "/tests/inputs" } } })
   t.contains(r.stderr, "No such file")
   t.contains(r.stdout, "bench_")
   fs.rm_rf(d)

@@ -10,12 +10,7 @@ local function repo()
   return assert(git.init(dir)), dir
 end
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
-  local out = p:read("a")
-  p:close()
-  return tonumber(out:match("rc=(%d+)%s*$")), (out:gsub("rc=%d+%s*$", ""))
-end
+local sh = t.sh
 
 t.test("a 1 MB binary file round-trips byte for byte", function()
   local r = repo()

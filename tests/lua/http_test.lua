@@ -228,6 +228,40 @@ t.test("open/next_lines/wait give the same stream without a callback", function(
   t.ok(settled())
 end)
 
+-- peak resident memory of this process (kB), from the kernel
+local function hwm_kb()
+  return tonumber((require("mk.fs").read("/proc/self/status") or ""):match("VmHWM:%s*(%d+)"))
+end
+
+t.test("a 1 GiB reply without Content-Length stops at max_response_bytes as bad_response, memory returned", function()
+  local before = hwm_kb()
+  local r, err = http.request(post("fault-huge", false, { max_response_bytes = 8 << 20 }))
+  t.eq(r, nil)
+  t.eq(err.kind, "bad_response")
+  t.contains(err.message, "max_response_bytes")
+  t.ok(settled())
+  -- never held much more than the cap (the body alone would be 1 GiB)
+  t.ok(hwm_kb() - before < 128 * 1024, "peak RSS grew by " .. (hwm_kb() - before) .. " kB")
+end)
+
+t.test("a streamed 1 GiB reply stops at max_response_bytes too, lines included", function()
+  local before = hwm_kb()
+  local n = 0
+  local r, err = http.request(post("fault-huge", true, { max_response_bytes = 8 << 20,
+    on_line = function() n = n + 1 end }))
+  t.eq(r, nil)
+  t.eq(err.kind, "bad_response")
+  t.ok(n < 200, "lines seen: " .. n) -- not the 16k lines of the whole body
+  t.ok(settled())
+  t.ok(hwm_kb() - before < 128 * 1024, "peak RSS grew by " .. (hwm_kb() - before) .. " kB")
+end)
+
+t.test("max_response_bytes lets a reply under the cap through", function()
+  local r = assert(http.request(post("ok", false, { max_response_bytes = 4096, text = "small" })))
+  t.eq(r.status, 200)
+  t.contains(r.body, "echo: small")
+end)
+
 local code = t.run()
 srv.stop()
 return code

@@ -643,6 +643,86 @@ return { providers = { anthropic = { base_url = %q, api_key_env = %q, price = { 
   t.contains(out, "rc=1")
 end)
 
+t.test("a stream ending with [DONE] on a connection held open ends at [DONE], not at a stall", function()
+  local c = client("openai", "fault-doneopen", { stall_timeout = 5, timeout = 20 })
+  local q = prompt("done but open")
+  local t0 = task.now()
+  local r, err = c:chat { messages = { { role = "user", content = q } }, stream = true }
+  t.ok(r, err and err.message)
+  t.eq(r.text, "echo: " .. q)
+  t.eq(r.attempts, 1)
+  t.ok(task.now() - t0 < 3, "returned at [DONE] (" .. (task.now() - t0) .. " s)")
+  t.ok(select(1, http.live()) == 0, "the held-open transfer was closed")
+end)
+
+t.test("a retried stream does not deliver the text of the first attempt again", function()
+  local c = client("openai", "fault-stallmid", { stall_timeout = 0.5 })
+  local q = prompt("Hello there")
+  local out = {}
+  local r, err = c:chat { messages = { { role = "user", content = q } }, stream = true,
+    on_delta = function(d, kind) if kind == "text" then out[#out + 1] = d end end }
+  t.ok(r, err and err.message)
+  t.eq(r.attempts, 2)
+  -- first attempt sent "Hel", the second "echo: Hello there pN": shown once, announced as restarted
+  t.eq(table.concat(out), "Hel\n[the answer restarted after an error]\necho: " .. q)
+  -- an attempt that repeats what was shown prints nothing twice
+  local shown = {}
+  llm.register_provider("restart_test", { call = function(_, req, ctx)
+    req.on_delta("Hel", "text", ctx.attempt)
+    if ctx.attempt == 1 then return nil, { kind = "network", retryable = true, message = "cut" } end
+    req.on_delta("lo", "text", ctx.attempt)
+    return { text = "Hello", usage = {} }
+  end })
+  local c2 = llm.client { provider = "restart_test", model = "m", backoff_base = 0.001 }
+  assert(c2:chat { messages = { { role = "user", content = "x" } }, stream = true,
+    on_delta = function(d) shown[#shown + 1] = d end })
+  t.eq(table.concat(shown), "Hello")
+end)
+
+t.test("a stalled endpoint is given up after give_up_after in all, not after every retry", function()
+  local c = client("openai", "fault-slow", { timeout = 0.3, give_up_after = 0.5, max_retries = 50 })
+  local t0 = task.now()
+  local r, err = c:chat { messages = { { role = "user", content = prompt() } } }
+  t.eq(r, nil)
+  t.eq(err.kind, "timeout")
+  t.contains(err.message, "give_up_after")
+  t.ok(err.attempts <= 3, "attempts " .. tostring(err.attempts))
+  t.ok(task.now() - t0 < 3, "gave up in " .. (task.now() - t0) .. " s")
+end)
+
+t.test("the default client gives a stall up within about 5 minutes and caps replies", function()
+  local c = llm.client { provider = "openai", model = "m", base_url = srv.url }
+  t.ok(c.timeout <= 300 and c.give_up_after <= 300 and c.stall_timeout <= 60)
+  t.eq(c.max_response_bytes, 32 << 20)
+  local big = client("openai", "fault-huge", { max_response_bytes = 1 << 20 })
+  for _, stream in ipairs { false, true } do
+    local r, err = big:chat { messages = { { role = "user", content = prompt() } }, stream = stream }
+    t.eq(r, nil)
+    t.eq(err.kind, "bad_response")
+    t.contains(err.message, "max_response_bytes")
+    t.eq(err.attempts, 1) -- not retried: the same endpoint would send the same again
+  end
+end)
+
+t.test("mkengine ask --timeout gives up a slow endpoint in that time", function()
+  local f = tmp .. "/ask_timeout.lua"
+  fs.write(f, string.format("return { providers = { openai = { base_url = %q, api_key_env = %q } } }\n",
+    srv.url .. "/v1", fake.key_env))
+  local exe = os.getenv("MKENGINE_BUILD") .. "/mkengine"
+  local t0 = task.now()
+  local p = io.popen(string.format("%q ask --model openai:fault-slow --llm-config %q --timeout 1 'slow one' 2>&1; echo rc=$?",
+    exe, f))
+  local out = p:read("a")
+  p:close()
+  t.contains(out, "timeout: ")
+  t.contains(out, "rc=1")
+  t.ok(task.now() - t0 < 6, "took " .. (task.now() - t0) .. " s")
+  p = io.popen(string.format("%q ask --model openai:ok --timeout 0 x 2>&1; echo rc=$?", exe))
+  out = p:read("a")
+  p:close()
+  t.contains(out, "rc=2")
+end)
+
 t.test("argument mistakes raise", function()
   local c = client("openai", "ok")
   t.raises(function() c:chat("hi") end, "expected a request table")

@@ -251,8 +251,8 @@ t.test("with opts.sandbox a candidate runs under bubblewrap without the expected
   t.eq(bb.status, "ok", bb.message)
   -- A probe through the same sandbox: the inputs are visible, expected/ is not.
   local proc = require "mk.proc"
-  local res = proc.run { argv = { "/bin/sh", "-c", "ls " .. tests .. "/inputs >/dev/null && ls " .. tests .. "/expected" },
-    sandbox = { workdir = d .. "/good", ro = { tests .. "/inputs" } } }
+  local res = proc.run(sb.apply { argv = { "/bin/sh", "-c", "ls " .. tests .. "/inputs >/dev/null && ls " .. tests ..
+    "/expected" }, sandbox = { workdir = d .. "/good", ro = { tests .. "/inputs" } } })
   t.ok(res.code ~= 0, "expected/ must not be visible in the sandbox")
   pallas.sandbox_ro = {}
   e2e_teardown()

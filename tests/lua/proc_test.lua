@@ -302,6 +302,101 @@ t.test("proc/50 concurrent processes all complete", function()
   end
 end)
 
+t.test("proc/spawn: a line protocol over stdin and stdout, both ways, many round trips", function()
+  local h = assert(proc.spawn { argv = { "python3", "-u", "-c",
+    "import sys\nfor l in sys.stdin:\n  print('echo ' + l.strip(), flush=True)\nprint('bye')" } })
+  for i = 1, 200 do
+    assert(h:write("msg " .. i .. "\n"))
+    t.eq(h:read_line(), "echo msg " .. i)
+  end
+  h:close()
+  t.eq(h:read_line(), "bye")
+  t.eq(h:read_line(), nil)
+  local r = h:wait()
+  t.eq(r.status, "exited")
+  t.eq(r.code, 0)
+  t.ok(r.cpu_s > 0, "rusage reported")
+  local ok, err = h:write("late\n")
+  t.eq(ok, nil)
+  t.eq(err.kind, "closed")
+end)
+
+t.test("proc/spawn: stderr is kept apart, env and cwd apply, secrets scrubbed on request", function()
+  local h = assert(proc.spawn { argv = { "sh", "-c", "echo oops >&2; pwd; echo $MK_X; echo ${MK_TOKEN:-none}" },
+    cwd = tmp, env = { MK_X = "x1" }, scrub_env = true })
+  t.eq(h:read_line(), fs.realpath(tmp))
+  t.eq(h:read_line(), "x1")
+  t.eq(h:read_line(), "none")
+  local r = h:wait()
+  t.eq(r.stderr, "oops\n")
+  t.eq(h:stderr(), "oops\n")
+end)
+
+t.test("proc/spawn: kill() ends the whole tree, background children included", function()
+  local pidf = tmp .. "/spawn-bg.pid"
+  local h = assert(proc.spawn { argv = { "sh", "-c", "sleep 1000 & echo $! > " .. pidf .. "; echo up; wait" } })
+  t.eq(h:read_line(), "up")
+  local bg = read_pid(pidf)
+  t.ok(alive(bg), "background sleep runs")
+  t.ok(h:kill())
+  local r = h:wait()
+  t.eq(r.status, "signaled")
+  t.ok(not alive(bg), "background child killed with the tree")
+end)
+
+t.test("proc/spawn: kill(SIGSTOP) pauses the child, SIGCONT resumes it", function()
+  local h = assert(proc.spawn { argv = { "cat" } })
+  h:write("a\n")
+  t.eq(h:read_line(), "a")
+  t.ok(h:kill(19)) -- SIGSTOP
+  h:write("b\n")
+  local got = task.timeout(0.3, h.read_line, h)
+  t.eq(got, nil, "a stopped child answers nothing")
+  -- the timeout cancelled the read: that kills the child (as proc.run)
+  local r = h:wait()
+  t.eq(r.status, "signaled")
+  local h2 = assert(proc.spawn { argv = { "cat" } })
+  h2:write("b\n")
+  t.eq(h2:read_line(), "b") -- by now the pid is known
+  t.ok(h2:pid() > 0)
+  t.ok(h2:kill(19))
+  h2:write("c\n")
+  task.sleep(0.1)
+  t.ok(h2:kill(18)) -- SIGCONT
+  t.eq(h2:read_line(), "c")
+  h2:close()
+  t.eq(h2:wait().code, 0)
+end)
+
+t.test("proc/spawn: a dropped handle takes its child with it", function()
+  local pidf = tmp .. "/spawn-gc.pid"
+  -- the handle lives only inside this function call: collected after it
+  local function start() assert(proc.spawn { argv = { "sh", "-c", "echo $$ > " .. pidf .. "; exec sleep 1000" } }) end
+  start()
+  local pid = read_pid(pidf)
+  t.ok(alive(pid))
+  collectgarbage()
+  collectgarbage()
+  local gone = false
+  for _ = 1, 200 do
+    if not alive(pid) then gone = true; break end
+    task.sleep(0.02)
+  end
+  t.ok(gone, "child of a collected handle is killed")
+end)
+
+t.test("proc/spawn: two readers at once is a clear error", function()
+  local h = assert(proc.spawn { argv = { "sleep", "5" } })
+  local r1 = task.spawn(h.read_line, h)
+  task.sleep(0.05)
+  local ok, err = pcall(h.read_line, h)
+  t.ok(not ok)
+  t.contains(tostring(err), "another task is already reading")
+  h:kill()
+  t.eq(task.await(r1), nil)
+  h:wait()
+end)
+
 t.test("proc/the engine still runs processes after all of the above", function()
   t.ok(settle(base_ops), "no operation left in flight")
   local r = sh("echo fine")

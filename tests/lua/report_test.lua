@@ -171,6 +171,42 @@ t.test("sweep page lists every entry with its parameters", function()
   t.contains(html, "fast_p curves")
 end)
 
+t.test("nodes of one source show one measurement record with its spread; ranks inside the noise are flagged", function()
+  local dir = tmp .. "/noise"
+  fs.mkdirs(dir)
+  local base = 2e-3
+  local function node(id, kind, m, parents)
+    m.speedup = base / m.latency_s
+    return cjson.encode { t = 1, type = "node", node = { id = id, kind = kind, status = "ok", parents = parents or { "n0001" },
+      metrics = m } }
+  end
+  fs.write(dir .. "/events.jsonl", table.concat({
+    node("n0001", "reference", { latency_s = base }, {}),
+    -- n0002 committed first with one measurement; n0003 (same source) re-measured it
+    node("n0002", "implement", { latency_s = 1.0e-3, source_hash = "h1", spread = 0.01 }),
+    node("n0003", "implement", { latency_s = 1.1e-3, source_hash = "h1", measurements = 2, samples = { 1.0e-3, 1.2e-3 },
+      latency_min_s = 1.0e-3, latency_max_s = 1.2e-3, spread = 0.01 }),
+    node("n0004", "implement", { latency_s = 1.15e-3, source_hash = "h2", spread = 0.02 }),
+    node("n0005", "implement", { latency_s = 1.6e-3, source_hash = "h3", spread = 0.02 }),
+  }, "\n") .. "\n")
+  fs.write(dir .. "/run.json", cjson.encode { strategy = "x", task = "t" })
+  local data = assert(report.load(dir))
+  local by = {}
+  for _, n in ipairs(data.nodes) do by[n.id] = n end
+  t.eq(by.n0002.metrics.latency_s, 1.1e-3, "the earlier node shows the shared record")
+  t.eq(by.n0002.metrics.measurements, 2)
+  local html = report.html(data)
+  t.contains(html, "2× 1–1.2 ms")
+  t.contains(html, "±1 %")
+  -- n0004 (1.15 ms ± 1 %) overlaps the record's 1.0–1.2 ms: inside the noise; n0005 does not
+  -- one row for the source of n0002 and n0003
+  t.contains(html, '<tr><td>1</td><td class="l">n0002 (same source: n0003)</td>')
+  t.contains(html, '<tr><td>2 <span class="noise"')
+  t.contains(html, "≈ #1</span></td><td class=\"l\">n0004")
+  t.ok(not html:find('<tr><td>3 <span class="noise"', 1, true), "1.6 ms is outside the 1.15 ms node's range")
+  t.contains(html, "1 ranking inside the noise")
+end)
+
 t.test("a NaN or infinite metric is embedded as null instead of breaking the page", function()
   local d = assert(report.load_run(run_dir))
   d.nodes[1].metrics.spread = 0 / 0

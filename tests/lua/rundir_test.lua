@@ -8,12 +8,7 @@ local json = require "cjson"
 
 local MK = (os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine"
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
-  local out = p:read("a")
-  p:close()
-  return tonumber(out:match("rc=(%d+)%s*$")), (out:gsub("rc=%d+%s*$", ""))
-end
+local sh = t.sh
 
 local function lines_of(path)
   local out = {}

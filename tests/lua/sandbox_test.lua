@@ -1,5 +1,5 @@
 -- mk.services.sandbox: what candidate code can and cannot see or touch inside
--- bubblewrap, run through proc.run{sandbox = ...}; and the loud fallback.
+-- bubblewrap, run through proc.run(sandbox.apply{sandbox = ...}); and the loud fallback.
 local t = dofile("tests/lua/lib/t.lua")
 local proc = require "mk.proc"
 local sandbox = require "mk.services.sandbox"
@@ -30,7 +30,7 @@ end
 local function boxed(script, extra)
   local sb = { workdir = work }
   for k, v in pairs(extra or {}) do sb[k] = v end
-  return proc.run { argv = { "sh", "-c", script }, sandbox = sb, timeout = 60 }
+  return proc.run(sandbox.apply { argv = { "sh", "-c", script }, sandbox = sb, timeout = 60 })
 end
 
 t.test("sandbox/available returns a boolean and a reason when false", function()
@@ -108,7 +108,7 @@ t.test("sandbox/network is blocked unless asked for", function()
   need_bwrap()
   local py = "import socket\ns = socket.socket()\ns.settimeout(3)\n" ..
     "try:\n  s.connect(('1.1.1.1', 80)); print('connected')\nexcept OSError as e:\n  print('blocked', e.errno)\n"
-  local r = proc.run { argv = { "python3", "-c", py }, sandbox = { workdir = work }, timeout = 30 }
+  local r = proc.run(sandbox.apply { argv = { "python3", "-c", py }, sandbox = { workdir = work }, timeout = 30 })
   t.matches(r.stdout, "^blocked")
   r = boxed("cat /proc/net/dev")
   t.ok(not r.stdout:find("eth%d") and not r.stdout:find("ens"), "only loopback inside: " .. r.stdout)
@@ -122,11 +122,11 @@ end)
 
 t.test("sandbox/timeout and limits still apply inside, nothing survives", function()
   need_bwrap()
-  local r = proc.run { argv = { "sh", "-c", "sleep 1000.4242 & while :; do :; done" }, sandbox = { workdir = work },
-    timeout = 0.5, limits = { mem_mb = 256 } }
+  local r = proc.run(sandbox.apply { argv = { "sh", "-c", "sleep 1000.4242 & while :; do :; done" },
+    sandbox = { workdir = work }, timeout = 0.5, limits = { mem_mb = 256 } })
   t.eq(r.status, "timeout")
-  r = proc.run { argv = { "python3", "-c", "x = bytearray(4 * 1024 ** 3)" }, sandbox = { workdir = work },
-    limits = { mem_mb = 512 }, timeout = 60 }
+  r = proc.run(sandbox.apply { argv = { "python3", "-c", "x = bytearray(4 * 1024 ** 3)" },
+    sandbox = { workdir = work }, limits = { mem_mb = 512 }, timeout = 60 })
   t.ok(r.status ~= "exited" or r.code ~= 0, "allocation fails inside the sandbox")
   local n = 0
   for _ = 1, 100 do
@@ -144,8 +144,8 @@ t.test("sandbox/with an nproc limit the workdir stays writable and the limit hol
   local py = "import os\nn = 0\nfor i in range(100):\n  try:\n    if os.fork() == 0:\n" ..
     "      import time; time.sleep(20); os._exit(0)\n    n += 1\n  except OSError:\n    pass\n" ..
     "open('forks.txt', 'w').write(str(n))\n"
-  local r = proc.run { argv = { "python3", "-c", py }, sandbox = { workdir = work }, limits = { nproc = 12 },
-    timeout = 60 }
+  local r = proc.run(sandbox.apply { argv = { "python3", "-c", py }, sandbox = { workdir = work },
+    limits = { nproc = 12 }, timeout = 60 })
   t.eq(r.status, "exited")
   t.eq(r.code, 0, r.stderr)
   t.ok(tonumber(fs.read(work .. "/forks.txt")) < 12, "forks bounded by nproc")
@@ -154,8 +154,8 @@ end)
 t.test("sandbox/secrets in the engine's environment do not reach sandboxed code", function()
   local exe = (os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine"
   local script = root .. "/env.lua"
-  fs.write(script, "local r = require('mk.proc').run{argv = {'env'}, sandbox = {workdir = " .. string.format("%q", work) ..
-    "}, env = {PASSED_TOKEN = 'given'}}\nio.write(r.stdout)\n")
+  fs.write(script, "local r = require('mk.proc').run(require('mk.services.sandbox').apply{argv = {'env'}, " ..
+    "sandbox = {workdir = " .. string.format("%q", work) .. "}, env = {PASSED_TOKEN = 'given'}})\nio.write(r.stdout)\n")
   local r = proc.run { argv = { exe, "script", script }, timeout = 60,
     env = { OPENAI_API_KEY = "sk-leak", gh_token = "t-leak", MY_SECRET_X = "s-leak", KEEP_ME = "kept" } }
   t.eq(r.code, 0, r.stderr)

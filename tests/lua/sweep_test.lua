@@ -108,6 +108,108 @@ t.test("a failing run is an error entry; a failing script returns script_error w
   t.eq(e2.kind, "bad_script")
 end)
 
+-- What `mkengine sweep` hands run_file: a live status line (redrawn as on a
+-- terminal, into a file here) and the script's prints on stdout.
+local function cli_progress()
+  local path = tmp .. "/progress-" .. tostring(#calls) .. ".txt"
+  local f = assert(io.open(path, "w"))
+  local p = require("mk.services.progress").new { label = "sweep test", tty = true, stream = f }
+  return p, function() f:close(); return fs.read(path) end
+end
+
+local function capture_print(fn)
+  local lines, old = {}, print
+  print = function(...) -- luacheck: ignore 121
+    local parts = table.pack(...)
+    for i = 1, parts.n do parts[i] = tostring(parts[i]) end
+    lines[#lines + 1] = table.concat(parts, "\t", 1, parts.n)
+  end
+  local ok, a, b = pcall(fn)
+  print = old -- luacheck: ignore 121
+  if not ok then error(a, 0) end
+  return table.concat(lines, "\n"), a, b
+end
+
+t.test("with the live progress line on (as mkengine sweep runs it) mk.run returns summaries and the example prints the right medians", function()
+  calls = {}
+  local prog, progress_text = cli_progress()
+  local printed, res = capture_print(function()
+    return assert(sweep.run_file("examples/sweeps/beam_grid.lua", { out = tmp .. "/grid-live", runner = runner,
+      progress = prog, args = { suite .. "/b" } }))
+  end)
+  local shown = progress_text()
+  t.eq(#calls, 8)
+  -- best = 1 + width/4 + seed/100; medians over seeds 1 and 2
+  t.contains(printed, "width=2 depth=2      median best 1.52x")
+  t.contains(printed, "width=3 depth=3      median best 1.77x")
+  t.near(res.returned[4].median_best, 1 + 3 / 4 + 0.015, 1e-12)
+  t.contains(shown, "w3 d3 s2")
+  t.contains(shown, "best 1.77x")
+  local saved = cjson.decode(assert(fs.read(tmp .. "/grid-live/results.json")))
+  t.eq(#saved.returned, 4, "results.json holds the script's return value")
+  t.eq(saved.returned[1].config, "width=2 depth=2")
+end)
+
+t.test("the sweep groups runs by each swept parameter with the median and min-max over seeds", function()
+  local r = cjson.decode(assert(fs.read(tmp .. "/grid-live/results.json")))
+  local rows = sweep.groups(r)
+  -- width and depth vary (strategy and task do not): 2 + 2 rows
+  t.eq(#rows, 4)
+  t.eq(rows[1].param, "depth"); t.eq(rows[3].param, "width"); t.eq(rows[3].value, "2")
+  t.eq(rows[3].n, 4) -- depth 2 and 3, seeds 1 and 2
+  t.near(rows[3].median, 1 + 2 / 4 + 0.015, 1e-12)
+  t.near(rows[3].min, 1.51, 1e-12); t.near(rows[3].max, 1.52, 1e-12)
+  t.near(rows[4].median, 1 + 3 / 4 + 0.015, 1e-12)
+  t.near(rows[1].median, (1.51 + 1.52 + 1.76 + 1.77) / 4, 1e-12) -- depth does not change the fake's best
+  t.matches(sweep.format(r), "width +3 +median +1%.77x +%(min 1%.76x, max 1%.77x, 4 runs, 4 correct%)")
+  local report = require "mk.study.report"
+  local html = report.html(assert(report.load(tmp .. "/grid-live")))
+  t.contains(html, "<h2>By parameter</h2>")
+  t.contains(html, '<td class="l">width</td><td class="l">3</td><td>1.77×</td><td>1.76×</td><td>1.77×</td><td>4</td>')
+end)
+
+t.test("a run that finds no correct kernel is a result with best = nil, not a crash", function()
+  local f = tmp .. "/nocorrect.lua"
+  fs.write(f, "local s = mk.run { strategy = 'beam', task = arg[1], set = { width = 1 } }\n"
+    .. "local again = mk.run { strategy = 'beam', task = arg[1], set = { width = 2 } }\n"
+    .. "return { first = s.status, best_is_nil = s.best == nil, again = again.best == nil }\n")
+  local function no_kernel(o)
+    local s = fakerun.make { dir = o.run_dir, nodes = 4, seed = 3 } -- no best
+    s.status, s.best = "no_correct_kernel", cjson.null -- what mk.runner returns and writes
+    local on_disk = cjson.decode(assert(fs.read(o.run_dir .. "/summary.json")))
+    on_disk.status, on_disk.best = "no_correct_kernel", cjson.null
+    fs.write(o.run_dir .. "/summary.json", cjson.encode(on_disk))
+    return s
+  end
+  for _ = 1, 2 do -- second time: read back from summary.json
+    local prog, progress_text = cli_progress()
+    local res = assert(sweep.run_file(f, { out = tmp .. "/nocorrect", runner = no_kernel, progress = prog,
+      args = { suite .. "/a" } }))
+    t.eq(res.returned.first, "no_correct_kernel")
+    t.eq(res.returned.best_is_nil, true, cjson.encode(res.entries[1]))
+    t.eq(res.returned.again, true, cjson.encode(res.returned))
+    t.eq(res.entries[1].summary.best, nil)
+    t.contains(progress_text(), "no correct kernel")
+    t.matches(sweep.format(res), "beam a width=2 +run +1/4 nodes +%- ")
+  end
+end)
+
+t.test("the example in docs/api/sweep.md runs as written and prints the right medians", function()
+  local md = assert(fs.read("docs/api/sweep.md"))
+  local code = md:match("## Example: examples/sweeps/beam_grid.lua\n.-```lua\n(.-)```")
+  t.ok(code, "docs/api/sweep.md has the example")
+  local f = tmp .. "/docs_example.lua"
+  fs.write(f, code)
+  calls = {}
+  local printed, res = capture_print(function()
+    return assert(sweep.run_file(f, { out = tmp .. "/docs-ex", runner = runner, progress = (cli_progress()),
+      args = { suite .. "/a" } }))
+  end)
+  t.eq(#calls, 8)
+  t.contains(printed, "width=2 depth=3      median best 1.52x")
+  t.eq(#res.returned, 4)
+end)
+
 t.test("the sweep's report has one tree per run entry", function()
   local report = require "mk.study.report"
   local html = report.html(assert(report.load(out)))

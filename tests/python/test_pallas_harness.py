@@ -289,7 +289,9 @@ class TestManifest(unittest.TestCase):
 
 class TestTraceEvents(unittest.TestCase):
     def planes(self):
-        ev = lambda n, t, d: {"name": n, "start_ns": t, "duration_ns": d}  # noqa: E731
+        def ev(n, t, d):
+            return {"name": n, "start_ns": t, "duration_ns": d}
+
         return [
             {"name": "/host:CPU", "lines": [{"name": "XLA Modules", "events": [ev("jit_mk_candidate(1)", 0, 9e9)]}]},
             {"name": "/device:TPU:0", "lines": [

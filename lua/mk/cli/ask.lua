@@ -5,7 +5,8 @@ local cli = require "mk.cli"
 local M = {
   summary = "send one prompt to a model (checks --model, keys, endpoints)",
   usage = "usage: mkengine ask --model SPEC [--system TEXT] [--max-tokens N] [--temperature T] [--thinking N]\n"
-    .. "                    [--stream] [--json] [--llm-config FILE] [--llm-cache rw|ro|off] PROMPT|-",
+    .. "                    [--stream] [--json] [--timeout S] [--llm-config FILE] [--llm-cache rw|ro|off]\n"
+    .. "                    PROMPT|-",
   help = [[
 SPEC   openai:MODEL, gemini:MODEL, anthropic:MODEL, exec:COMMAND or an alias
        from --llm-config. Keys come from OPENAI_API_KEY, GEMINI_API_KEY (or
@@ -15,6 +16,8 @@ PROMPT the user message; "-" reads it from stdin.
 
 --stream       print the answer as it arrives
 --thinking N   thinking budget in tokens (Anthropic, Gemini)
+--timeout S    give up after S seconds in all, retries included (default:
+               the client's, about 5 minutes)
 --json         print the whole reply (text, usage, cost, latency) as JSON
 
 Exit code: 0 on an answer, 1 on an LLM error (its kind and message on
@@ -25,8 +28,9 @@ function M.run(args)
   local o, pos = cli.parse(args, {
     flags = { stream = true, json = true },
     options = { model = "string", system = "string", max_tokens = "number", temperature = "number",
-      thinking = "number", llm_config = "string", llm_cache = "string" },
+      thinking = "number", llm_config = "string", llm_cache = "string", timeout = "number" },
   }, M.usage)
+  if o.timeout and o.timeout <= 0 then cli.usage_error("--timeout must be positive", M.usage) end
   if not o.model then cli.usage_error("--model is required", M.usage) end
   if #pos ~= 1 then cli.usage_error("expected one PROMPT", M.usage) end
   local prompt = pos[1] == "-" and io.read("a") or pos[1]
@@ -34,7 +38,11 @@ function M.run(args)
     cli.usage_error("--llm-cache must be rw, ro or off", M.usage)
   end
   local llm = require "mk.services.llm"
-  local ok, c = pcall(llm.from_spec, o.model, { config_file = o.llm_config, cache = o.llm_cache })
+  local copts = { config_file = o.llm_config, cache = o.llm_cache }
+  if o.timeout then -- the whole call: every attempt and the wait between them
+    copts.timeout, copts.give_up_after, copts.stall_timeout = o.timeout, o.timeout, math.min(60, o.timeout)
+  end
+  local ok, c = pcall(llm.from_spec, o.model, copts)
   if not ok then cli.input_error(tostring(type(c) == "table" and c.message or c)) end
   local streamed = false
   local r, err = c:chat {

@@ -5,7 +5,7 @@ local cli = require "mk.cli"
 local M = {
   summary = "run a strategy over a task suite K times; metrics table + results.json",
   usage = "usage: mkengine bench SUITE STRATEGY [--repeat K] [--out DIR] [--concurrency N] [--set K=V]... "
-    .. "[--model M] [--llm-config FILE] [--llm-cache rw|ro|off] [--seed N] [--jobs N] [--budget SPEC] [--task NAME]... [--quiet] [--json]",
+    .. "[--model M] [--llm-config FILE] [--llm-cache rw|ro|off] [--seed N] [--jobs N] [--budget SPEC] [--workers FILE] [--task NAME]... [--quiet] [--json]",
   help = [[
 SUITE is any directory of task directories (ours with task.lua, JAXBench
 with baseline.py, MaxKernel with reference.py); STRATEGY a strategy name.
@@ -23,6 +23,7 @@ options:
   --task NAME       only this task (repeatable)
   --set K=V, --model, --llm-config, --llm-cache, --seed (base; repeat k uses seed+k-1),
   --jobs, --budget tokens=..,usd=..,device_s=..,wall_s=.. (per run)
+  --workers FILE   evaluate on the workers FILE.lua names (docs/workers.md)
   --quiet           no status line
   --json            events as JSON lines on stdout, then the results as JSON]],
 }
@@ -43,7 +44,8 @@ end
 M.SPEC = {
   flags = { quiet = true, json = true },
   options = { ["repeat"] = "number", out = "string", concurrency = "number", set = "list", model = "string",
-              llm_config = "string", llm_cache = "string", seed = "number", jobs = "number", budget = "string", task = "list" },
+              llm_config = "string", llm_cache = "string", seed = "number", jobs = "number", budget = "string", task = "list",
+              workers = "string" },
   short = { k = "repeat", o = "out", q = "quiet" },
 }
 
@@ -70,7 +72,7 @@ function M.run(args)
     suite = pos[1], strategy = pos[2], repeats = math.tointeger(K), out = opts.out,
     concurrency = math.tointeger(conc), set = M.parse_set(opts.set, M.usage), model = opts.model,
     llm_config = opts.llm_config, llm_cache = opts.llm_cache, seed = opts.seed and (math.tointeger(opts.seed) or opts.seed),
-    jobs = opts.jobs and math.tointeger(opts.jobs),
+    jobs = opts.jobs and math.tointeger(opts.jobs), workers = opts.workers,
     budget = budget, tasks = opts.task, progress = prog,
   }
   prog:finish()

@@ -9,7 +9,7 @@ local cjson = require "cjson"
 local M = {
   summary = "evaluate one candidate kernel file against a task",
   usage = "usage: mkengine eval TASK_DIR CANDIDATE_FILE [--json] [--timeout S] [--no-tune] [--no-profile] "
-    .. "[--threads N] [--tests-dir DIR] [--min-time S] [--keep]",
+    .. "[--threads N] [--tests-dir DIR] [--min-time S] [--workers FILE] [--keep]",
   help = [[
 Compiles CANDIDATE_FILE for the task in TASK_DIR, checks it on the frozen
 tests (generated from the task's reference into a temporary directory, or
@@ -25,6 +25,7 @@ re-checks it on held-out seeds and profiles it.
   --threads N    OMP_NUM_THREADS for candidate and baseline runs
   --tests-dir D  keep (or reuse) the frozen tests in D
   --min-time S   seconds of timed calls per benchmark (default 1)
+  --workers F    evaluate on a worker the file F.lua names (docs/workers.md)
   --keep         keep the temporary directory (its path is printed)
 
 status is one of ok, compile_error, incorrect, timeout, crash, rejected.
@@ -37,7 +38,8 @@ local function num(v) return type(v) == "number" and v or nil end
 function M.run(args)
   local opts, pos = cli.parse(args, {
     flags = { json = true, no_tune = true, no_profile = true, keep = true },
-    options = { timeout = "number", threads = "number", tests_dir = "string", min_time = "number" },
+    options = { timeout = "number", threads = "number", tests_dir = "string", min_time = "number",
+      workers = "string" },
   }, M.usage)
   if #pos ~= 2 then cli.usage_error("expected TASK_DIR and CANDIDATE_FILE", M.usage) end
   local task, err = require("mk.search.targets").load_task(pos[1])
@@ -46,7 +48,8 @@ function M.run(args)
   if not src or fs.isdir(pos[2]) then cli.input_error("cannot read candidate file " .. pos[2]) end
   if opts.timeout and opts.timeout <= 0 then cli.usage_error("--timeout must be positive", M.usage) end
 
-  local ev = require("mk.search.eval").new(task, {
+  local pool = opts.workers and require("mk.search.pool").open(opts.workers)
+  local ev = require("mk.search.eval").new(task, { pool = pool,
     timeout = opts.timeout, threads = opts.threads and math.tointeger(opts.threads), tests_dir = opts.tests_dir,
     bench = { min_time = opts.min_time }, keep = opts.keep,
   })
@@ -64,10 +67,12 @@ function M.run(args)
   end)
   if not ok then
     ev:close()
+    if pool then pool:release() end
     error(r, 0)
   end
   if opts.keep then io.stderr:write("mkengine eval: kept ", ev.root, "\n") end
   ev:close()
+  if pool then pool:release() end
   if opts.json then
     local out = {
       status = r.status, correct = r.correct, latency_s = num(r.latency_s),
@@ -86,7 +91,7 @@ function M.run(args)
     if r.heldout then out.heldout = { correct = r.heldout.correct, status = r.heldout.status } end
     io.stdout:write(cjson.encode(out), "\n")
   else
-    local fmt_s = require("mk.search.targets").get("c").fmt_s
+    local fmt_s = require("mk.services.util").fmt_s
     io.stdout:write(string.format("%s: %s\n", pos[2], r.status))
     if r.message ~= "" then io.stdout:write(r.message, "\n") end
     if r.tune then

@@ -7,7 +7,7 @@ local rundir = require "mk.search.rundir"
 
 local M = {
   summary = "continue a stopped run from its run directory",
-  usage = "usage: mkengine resume RUN [--quiet] [--json]",
+  usage = "usage: mkengine resume RUN [--quiet] [--json] [--debug]",
   help = [[
 RUN is a run directory made by 'mkengine run'. The strategy is re-run with
 the options stored in RUN/run.json; every step that was committed before the
@@ -16,7 +16,7 @@ engine can work on a run: a second 'resume' of the same run exits with 2.]],
 }
 
 function M.run(args)
-  local opts, pos = cli.parse(args, { flags = { quiet = true, json = true } }, M.usage)
+  local opts, pos = cli.parse(args, { flags = { quiet = true, json = true, debug = true } }, M.usage)
   if #pos ~= 1 then cli.usage_error("expected exactly one RUN directory", M.usage) end
   local dir = pos[1]:gsub("/+$", "")
   local _, err = rundir.validate(dir)

@@ -4,9 +4,9 @@ local cli = require "mk.cli"
 
 local M = {
   summary = "run a Lua sweep script (grids of runs/benches) and write one results table",
-  usage = "usage: mkengine sweep FILE.lua [--out DIR] [--model M] [--llm-config FILE] [--budget SPEC] [--quiet] [--json] [-- ARGS...]",
+  usage = "usage: mkengine sweep FILE.lua [--out DIR] [--model M] [--llm-config FILE] [--budget SPEC] [--workers FILE] [--quiet] [--json] [-- ARGS...]",
   help = [[
-The script runs with a table `mk` in its environment (docs/api/bench.md):
+The script runs with a table `mk` in its environment (docs/api/sweep.md):
   mk.run{strategy=, task=, set={...}, seed=, model=, budget=, label=} -> summary
   mk.study.bench{suite=, strategy=, repeat=, set=, ...}                     -> bench results
   mk.map(items, fn, {concurrency=4})  run calls concurrently (shared device slots, LLM cache)
@@ -14,14 +14,15 @@ The script runs with a table `mk` in its environment (docs/api/bench.md):
 Results go to DIR/results.json (default runs/sweep-<time>-<name>/), one
 directory per entry (DIR/<n>-<label>). Running again with the same --out
 reads finished entries back, so an interrupted sweep resumes.
---model, --llm-config and --budget are defaults for every call that does
-not set them. Arguments after -- are the script's `arg`.]],
+--model, --llm-config, --budget and --workers (evaluate on the workers a
+file names, docs/workers.md) are defaults for every call that does not
+set them. Arguments after -- are the script's `arg`.]],
 }
 
 function M.run(args)
   local opts, pos = cli.parse(args, {
     flags = { quiet = true, json = true },
-    options = { out = "string", model = "string", llm_config = "string", budget = "string" },
+    options = { out = "string", model = "string", llm_config = "string", budget = "string", workers = "string" },
     short = { o = "out", q = "quiet" },
   }, M.usage)
   local file = pos[1]
@@ -30,7 +31,7 @@ function M.run(args)
   if not fs.exists(file) or fs.isdir(file) then cli.input_error("cannot open sweep script " .. file) end
   local name = file:match("([^/]+)%.lua$") or "sweep"
   local out = opts.out or string.format("runs/sweep-%s-%s", os.date("%Y%m%d-%H%M%S"), name)
-  local defaults = { model = opts.model, llm_config = opts.llm_config }
+  local defaults = { model = opts.model, llm_config = opts.llm_config, workers = opts.workers }
   if opts.budget then
     local b, err = require("mk.search.budget").parse(opts.budget)
     if not b then cli.usage_error(err.message, M.usage) end

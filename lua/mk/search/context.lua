@@ -14,13 +14,111 @@ local targets = require "mk.search.targets"
 local template = require "mk.services.template"
 local fs = require "mk.fs"
 
+--- What a strategy's `run(ctx)` receives (docs/strategies.md); for editors.
+---@class mk.ctx
+---@field task table the loaded task (mk.search.targets.load_task)
+---@field graph table the node graph (mk.search.graph)
+---@field run table the run directory (mk.search.rundir)
+---@field eval table the evaluator (mk.search.eval)
+---@field llm table the model client (mk.services.llm)
+---@field opts table the strategy's options (--set name=value)
+---@field seed integer
+---@field budget table|nil limits (mk.search.budget)
+---@field tasks table mk.services.task, for spawn/gather/semaphores
+---@field agents table<string, fun(a: table): any> plan, implement, fix, tests, tune, profile
+---@field device_s number device seconds spent so far
+---@field evaluations integer
+---@field usage {input_tokens: integer, output_tokens: integer, usd: number, llm_s: number, calls: integer}
 local Ctx = {}
-Ctx.__index = Ctx
 
 local M = {}
 
 --- The sub-agents a context needs.
 M.AGENTS = { "plan", "implement", "fix", "tests", "tune", "profile" }
+
+-- The options each ctx call and agent accepts: anything else is a typo
+-- that must not run silently with the defaults.
+local OPTIONS = {
+  auto = { "iters", "tag", "direction", "max_fix", "tune" },
+  repair = { "max_fix", "feedback", "made" },
+  evaluate = { "tune", "profile", "tune_budget" },
+  evaluated = { "plan", "direction", "transcripts", "feedback", "tune", "key" },
+  plan = { "parent", "feedback", "error", "direction", "tried", "key" },
+  implement = { "plan", "parent", "second", "key" },
+  fix = { "node", "attempt", "max_attempts", "key" },
+  tune = { "node", "key" },
+  profile = { "profile", "code", "metrics", "key" },
+  tests = { "key", "max_dim", "max_extra" },
+}
+for name, list in pairs(OPTIONS) do
+  local set = {}
+  for _, k in ipairs(list) do set[k] = true end
+  OPTIONS[name] = { list = list, set = set }
+end
+
+-- Raise (at the strategy's line) when o holds an option `call` does not know.
+local function check_options(call, o, level)
+  if o == nil then return {} end
+  if type(o) ~= "table" then error(call .. ": options must be a table, got " .. type(o), level + 1) end
+  local known = OPTIONS[call:match("[%w_]+$")]
+  for k in pairs(o) do
+    if not known.set[k] then
+      error(string.format("%s: unknown option '%s' (valid: %s)", call, tostring(k), table.concat(known.list, ", ")),
+        level + 1)
+    end
+  end
+  return o
+end
+M.OPTIONS = OPTIONS
+
+-- Fields a ctx may lack (nil) that engine code reads; any other missing
+-- name close to a member is a misspelling.
+local OPTIONAL = { budget = true, run = true, log_fn = true, started = true, stopped = true, on_node = true,
+  eval = true, llm = true, dump_prompts = true, dumped = true }
+local MEMBERS = { "task", "graph", "run", "eval", "llm", "opts", "seed", "budget", "tasks", "agents", "better" }
+
+-- Edit distance with adjacent transpositions (optimal string alignment).
+local function distance(a, b)
+  if math.abs(#a - #b) > 2 then return 3 end
+  local d = {}
+  for i = 0, #a do d[i] = { [0] = i } end
+  for j = 0, #b do d[0][j] = j end
+  for i = 1, #a do
+    for j = 1, #b do
+      local cost = a:byte(i) == b:byte(j) and 0 or 1
+      d[i][j] = math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+      if i > 1 and j > 1 and a:byte(i) == b:byte(j - 1) and a:byte(i - 1) == b:byte(j) then
+        d[i][j] = math.min(d[i][j], d[i - 2][j - 2] + 1)
+      end
+    end
+  end
+  return d[#a][#b]
+end
+
+--- The member of ctx nearest to a misspelt name ("ctx:exhausted"), or nil.
+function M.nearest(name)
+  local best, bd
+  for k, v in pairs(Ctx) do
+    if type(k) == "string" and k:sub(1, 1) ~= "_" then
+      local d = distance(name, k)
+      if not bd or d < bd then best, bd = (type(v) == "function" and k ~= "better" and "ctx:" or "ctx.") .. k, d end
+    end
+  end
+  for _, k in ipairs(MEMBERS) do
+    local d = distance(name, k)
+    if not bd or d < bd then best, bd = "ctx." .. k, d end
+  end
+  if bd and bd <= (#name >= 5 and 2 or 1) then return best end
+  return nil
+end
+
+Ctx.__index = function(_, k)
+  local v = Ctx[k]
+  if v ~= nil or type(k) ~= "string" or OPTIONAL[k] or k:sub(1, 1) == "_" then return v end
+  local near = M.nearest(k)
+  if near then error(string.format("ctx has no member '%s' (did you mean `%s`?)", k, near), 2) end
+  return nil
+end
 
 -- errors of the model that no retry or other step can fix: the run stops
 local TERMINAL = { auth = true, quota = true, bad_request = true, cache_miss = true }
@@ -30,15 +128,19 @@ local TERMINAL = { auth = true, quota = true, bad_request = true, cache_miss = t
 --- log (function(fmt, ...)), agents (the sub-agents: a table with a
 --- module for each of M.AGENTS, as `require "agents"` returns, and
 --- optionally `defaults`, the agents' settings read by ctx:setting; handed
---- in, never required here, so the search floor does not reach up),
---- dump_prompts (a directory: every model request is written there).
+--- in, never required here, so the search floor does not reach up), prior
+--- (what earlier sessions of a resumed run spent, mk.search.ledger.read:
+--- counted by spent() and so by the budget), dump_prompts (a directory:
+--- every model request is written there).
+---@return mk.ctx
 function M.new(o)
   local ctx = setmetatable({
     task = o.task, graph = o.graph, run = o.run, eval = o.eval, llm = o.llm,
-    opts = o.opts or {}, seed = o.seed or 0, budget = o.budget, dump_prompts = o.dump_prompts,
+    opts = o.opts or {}, seed = o.seed or 0, budget = o.budget, prior = o.prior, dump_prompts = o.dump_prompts,
     log_fn = o.log, tasks = task_lib,
     device_s = 0, evaluations = 0, usage = { input_tokens = 0, output_tokens = 0, usd = 0, llm_s = 0, calls = 0 },
     _acc = setmetatable({}, { __mode = "k" }),
+    _trajectories = {}, _live = {}, _records = {},
   }, Ctx)
   local mods = o.agents
   if type(mods) ~= "table" then error("context.new: agents must be the table of sub-agents (require \"agents\")", 2) end
@@ -49,7 +151,11 @@ function M.new(o)
     if type(mod) ~= "table" or type(mod.run) ~= "function" then
       error("context.new: agents." .. name .. " must be a module with a run function", 2)
     end
-    ctx.agents[name] = function(a) return mod.run(ctx, a) end
+    local call = "ctx.agents." .. name
+    ctx.agents[name] = function(a)
+      if not mod.options then check_options(call, a, 2) end
+      return mod.run(ctx, a)
+    end
   end
   return ctx
 end
@@ -111,13 +217,15 @@ function Ctx:exhausted()
   return false
 end
 
---- What the run has spent so far: {tokens, input_tokens, output_tokens, usd, device_s, wall_s, llm_s}.
+--- What the run has spent so far, every session of a resumed run
+--- included: {tokens, input_tokens, output_tokens, usd, device_s, wall_s, llm_s}.
 function Ctx:spent()
-  local u = self.usage
+  local u, p = self.usage, self.prior or {}
+  local input, output = u.input_tokens + (p.input_tokens or 0), u.output_tokens + (p.output_tokens or 0)
   return {
-    tokens = u.input_tokens + u.output_tokens, input_tokens = u.input_tokens, output_tokens = u.output_tokens,
-    usd = u.usd, llm_s = u.llm_s, device_s = self.device_s,
-    wall_s = task_lib.now() - (self.started or task_lib.now()),
+    tokens = input + output, input_tokens = input, output_tokens = output,
+    usd = u.usd + (p.usd or 0), llm_s = u.llm_s + (p.llm_s or 0), device_s = self.device_s + (p.device_s or 0),
+    wall_s = task_lib.now() - (self.started or task_lib.now()) + (p.wall_s or 0),
   }
 end
 
@@ -165,10 +273,107 @@ end
 --- Evaluate candidate files on the target (device slots are handled by the
 --- evaluator). Returns the evaluator's result table.
 function Ctx:evaluate(files, o)
+  o = check_options("ctx:evaluate", o, 2)
+  if type(files) ~= "table" then return self:_measure(files, o) end
+  -- one kernel, one measurement record: identical sources in a run share it
+  local rec = self:_record(files, o)
+  rec.lock:acquire()
+  local ok, res = pcall(self._shared, self, rec, files, o)
+  rec.lock:release()
+  if not ok then error(res, 0) end
+  return res
+end
+
+function Ctx:_measure(files, o)
   local t0 = task_lib.now()
-  local res = self.eval:evaluate(files, o or {})
-  self.device_s = self.device_s + (res.device_s or (task_lib.now() - t0))
+  local res = self.eval:evaluate(files, o)
+  local device_s = res.device_s or (task_lib.now() - t0)
+  self.device_s = self.device_s + device_s
   self.evaluations = self.evaluations + 1
+  self:event { type = "evaluation", status = res.status, device_s = device_s } -- the ledger a resume reads
+  return res
+end
+
+-- The source hash of candidate files (names and contents, and whether they
+-- are autotuned: a tuned build is a different measurement).
+local function source_hash(files, o)
+  local names = {}
+  for k in pairs(files) do names[#names + 1] = k end
+  table.sort(names)
+  local parts = { o.tune and "tune" or "" }
+  for _, k in ipairs(names) do parts[#parts + 1] = k .. "\0" .. tostring(files[k]) end
+  return string.format("%016x", rng_lib.hash(table.concat(parts, "\1")))
+end
+M.source_hash = source_hash
+
+-- The record of a source: {hash, samples (latencies), result, nodes, lock};
+-- a resumed run seeds it from the nodes already in the graph.
+function Ctx:_record(files, o)
+  local hash = source_hash(files, o)
+  local rec = self._records[hash]
+  if rec then return rec end
+  rec = { hash = hash, samples = {}, nodes = {}, lock = task_lib.semaphore(1) }
+  self._records[hash] = rec
+  if not self._records_seeded then
+    self._records_seeded = true
+    for _, n in ipairs(self.graph:nodes()) do
+      local m = n.kind ~= "reference" and n.metrics
+      if m and m.source_hash then
+        local r = self._records[m.source_hash] or { hash = m.source_hash, samples = {}, nodes = {},
+          lock = task_lib.semaphore(1) }
+        self._records[m.source_hash] = r
+        r.nodes[#r.nodes + 1] = n
+        local samples = m.samples or (n.status == "ok" and m.latency_s and { m.latency_s }) or {}
+        if #samples > #r.samples then r.samples = samples end
+        r.result = r.result or { status = n.status, correct = n.status == "ok", message = n.error,
+          latency_s = m.latency_s, baseline_latency_s = m.baseline_latency_s, speedup = m.speedup, spread = m.spread }
+      end
+    end
+  end
+  return rec
+end
+
+-- Evaluate the first time; after that re-measure the same build and combine
+-- (median of the samples, min-max kept), updating every node of the record.
+function Ctx:_shared(rec, files, o)
+  if not rec.result then
+    local res = self:_measure(files, o)
+    rec.result = res
+    if res.status == "ok" and res.latency_s then rec.samples = { res.latency_s } end
+  elseif rec.result.status == "ok" and #rec.samples > 0 and self.eval.remeasure then
+    local t0 = task_lib.now()
+    local br = self.eval:remeasure(files, o)
+    self.device_s = self.device_s + (br.wall_s or (task_lib.now() - t0))
+    -- no build to re-time (a resumed run's record): measure it afresh
+    if br.status ~= "ok" then br = self:_measure(files, o) end
+    if br.status == "ok" and br.latency_s then
+      local samples = table.move(rec.samples, 1, #rec.samples, 1, {})
+      samples[#samples + 1] = br.latency_s
+      rec.samples = samples
+    end
+  end
+  local res = {}
+  for k, v in pairs(rec.result) do res[k] = v end
+  res.source_hash = rec.hash
+  if #rec.samples > 0 then
+    local sorted = table.move(rec.samples, 1, #rec.samples, 1, {})
+    table.sort(sorted)
+    local n = #sorted
+    res.latency_s = n % 2 == 1 and sorted[(n + 1) // 2] or (sorted[n // 2] + sorted[n // 2 + 1]) / 2
+    res.speedup = res.baseline_latency_s and res.baseline_latency_s / res.latency_s or res.speedup
+    res.samples, res.measurements = rec.samples, n
+    res.latency_min_s, res.latency_max_s = sorted[1], sorted[n]
+    if n > 1 then
+      res.message = string.format("%s; measured %d times (same source as %s): median %.6g s, min %.6g s, max %.6g s",
+        tostring(rec.result.message or ""), n, rec.nodes[1] and rec.nodes[1].id or "an earlier candidate",
+        res.latency_s, sorted[1], sorted[n])
+      for _, node in ipairs(rec.nodes) do
+        local m = node.metrics
+        m.latency_s, m.speedup, m.samples, m.measurements = res.latency_s, res.speedup, res.samples, n
+        m.latency_min_s, m.latency_max_s = sorted[1], sorted[n]
+      end
+    end
+  end
   return res
 end
 
@@ -201,13 +406,21 @@ end
 --- Run one node-producing step, memoised by key (see the module comment).
 --- fn() returns a graph:add spec or nil; returns the node (or nil, why).
 function Ctx:step(key, fn)
+  if type(key) ~= "string" or type(fn) ~= "function" then error("ctx:step: (key, fn) expected", 2) end
   local existing = self.graph:by_key(key)
   if existing then return existing end
+  local here = M.call_site()
+  if self._live[key] then
+    error(string.format("ctx:step: two steps with the same key '%s' run at once (%s and %s): their nodes would be "
+      .. "merged; give each its own key", key, self._live[key], here), 2)
+  end
   local spent, why = self:exhausted()
   if spent then return nil, "budget: " .. tostring(why) end
   local acc = {}
   local me = task_lib.current()
   self._acc[me] = acc
+  self._live[key] = here
+  local live <close> = setmetatable({}, { __close = function() self._live[key] = nil end }) -- luacheck: ignore 211
   local spec, err = fn()
   self._acc[me] = nil
   if not spec then return nil, err end
@@ -217,8 +430,37 @@ function Ctx:step(key, fn)
   if not node then -- git could not write (disk full, permissions): nothing can be kept, stop the run
     error("cannot commit the node of step " .. key .. ": " .. tostring(type(gerr) == "table" and gerr.message or gerr), 0)
   end
+  local rec = spec.metrics and spec.metrics.source_hash and self._records[spec.metrics.source_hash]
+  if rec then rec.nodes[#rec.nodes + 1] = node end
   if self.on_node then self.on_node(node) end
   return node
+end
+
+--- "file:line" of the nearest caller outside the engine's own modules (the
+--- strategy's line that started a step), for error messages.
+function M.call_site()
+  for level = 3, 40 do
+    local info = debug.getinfo(level, "Sl")
+    if not info then break end
+    local src = info.short_src or ""
+    if info.currentline > 0 and not src:find("lua/mk/", 1, true) and not src:find("lua/agents/", 1, true)
+        and not src:find("targets/[%w_]+/target%.lua") then
+      return src .. ":" .. info.currentline
+    end
+  end
+  return "a line hidden by a tail call"
+end
+
+--- Check what a strategy's run() returned: nil, or a node of this graph
+--- (anything else raises, naming the strategy file). Returns the node or nil.
+function M.check_result(ctx, ret, path)
+  if ret == nil then return nil end
+  if type(ret) == "table" and ret.id ~= nil and rawget(ctx, "graph"):get(ret.id) == ret then return ret end
+  local what = type(ret) == "table" and "a table that is not a node of this run's graph" or
+      (type(ret) .. " " .. tostring(ret))
+  error(setmetatable({ exit = 1, kind = "strategy", message = string.format(
+    "strategy %s: run() must return a node of the graph or nil, got %s", path, what) },
+    { __tostring = function(e) return e.message end }), 0)
 end
 
 --- Evaluate what an agent produced and turn it into a node spec.
@@ -226,7 +468,7 @@ end
 --- out: the agent's result ({files, code, transcript, knowledge});
 --- extra: {plan, direction, transcripts = {...}, feedback = bool, tune = bool}.
 function Ctx:evaluated(kind, parents, out, extra)
-  extra = extra or {}
+  extra = check_options("ctx:evaluated", extra, 2)
   local parent_ids = {}
   for i, p in ipairs(parents) do parent_ids[i] = p.id end
   local transcripts = extra.transcripts or {}
@@ -245,6 +487,7 @@ function Ctx:evaluated(kind, parents, out, extra)
   end
   meta.profile = res.profile and res.profile.text
   meta.tune = res.tune
+  meta.worker = res.worker -- where it was evaluated (with --workers)
   if res.status == "ok" and extra.feedback then
     local fb = self.agents.profile { profile = res.profile, code = out.code,
       metrics = { status = "ok", metrics = res }, key = extra.key or kind }
@@ -257,7 +500,10 @@ function Ctx:evaluated(kind, parents, out, extra)
     error = res.status ~= "ok" and self:_error_text(res.message) or nil,
     metrics = { latency_s = res.latency_s, speedup = res.speedup, baseline_latency_s = res.baseline_latency_s,
       correct = res.correct, spread = res.spread, gflops = res.profile and res.profile.gflops,
-      gbps = res.profile and res.profile.gbps },
+      gbps = res.profile and res.profile.gbps,
+      -- the source's measurement record, shared by identical candidates of the run
+      source_hash = res.source_hash, measurements = res.measurements, samples = res.samples,
+      latency_min_s = res.latency_min_s, latency_max_s = res.latency_max_s },
     meta = meta,
   }
 end
@@ -301,7 +547,7 @@ end
 --- attempt a node, child of the previous one). Returns the last node.
 --- o: {max_fix, feedback, made = list to append to}.
 function Ctx:repair(n, key, o)
-  o = o or {}
+  o = check_options("ctx:repair", o, 2)
   local max_fix = o.max_fix or self.opts.max_fix or 6
   local attempt = 0
   while M.REPAIRABLE[n.status] and attempt < max_fix do
@@ -332,13 +578,19 @@ end
 --- o: {iters = opts.iters or 5, tag = "auto", direction = text,
 ---     max_fix = opts.max_fix or 6, tune = opts.tune ~= false}
 function Ctx:auto(start, o)
-  o = o or {}
+  o = check_options("ctx:auto", o, 2)
+  if type(start) ~= "table" or not start.id then error("ctx:auto: start must be a node", 2) end
   local iters = o.iters or self.opts.iters or 5
   local max_fix = o.max_fix or self.opts.max_fix or 6
   local tune = o.tune
   if tune == nil then tune = self.opts.tune ~= false end
+  -- the k-th trajectory from the same node with the same tag gets tag#k: never
+  -- merged into the first; deterministic because a re-executed strategy makes
+  -- its calls in the same order
   local base = self:path(start) .. "/" .. (o.tag or "auto")
-  local best -- only nodes made by this trajectory count
+  local calls = self._trajectories
+  calls[base] = (calls[base] or 0) + 1
+  if calls[base] > 1 then base = base .. "#" .. calls[base] end
   local current, err_feedback = start, nil
   local made, tried = {}, {} -- tried: {plan, outcome} per iteration, the planner's memory
   for it = 1, iters do
@@ -372,10 +624,15 @@ function Ctx:auto(start, o)
     tried[#tried + 1] = { plan = n.plan, outcome = M.outcome(n) }
     if n.status == "ok" then
       current, err_feedback = n, nil
-      if faster(n, best) then best = n end
     else
       err_feedback = n.status .. ": " .. (n.error or "")
     end
+  end
+  -- only nodes made by this trajectory count; chosen at the end, since a
+  -- shared measurement record may have moved an earlier node's latency
+  local best
+  for _, n in ipairs(made) do
+    if faster(n, best) then best = n end
   end
   return best, made
 end

@@ -8,6 +8,7 @@
 local fs = require "mk.fs"
 local task_lib = require "mk.services.task"
 local targets = require "mk.search.targets"
+local util = require "mk.services.util"
 
 local M = {}
 
@@ -75,8 +76,14 @@ function M.new(task, opts)
   self.task = task
   self.target = targets.get(task.target)
   self.opts = opts
-  self.root = opts.workdir or fs.tmpdir("mkeval-" .. task.name)
-  fs.mkdirs(self.root)
+  if opts.workdir then
+    self.root = opts.workdir
+    fs.mkdirs(self.root)
+  else -- a marked directory: removed on any exit, swept after a SIGKILL
+    local workdir = require "mk.services.workdir"
+    workdir.sweep_once()
+    self.root, self.root_lock = assert(workdir.new("mkeval-" .. task.name))
+  end
   self.tests_dir = opts.tests_dir or (self.root .. "/tests")
   self.jobs = task_lib.semaphore(opts.jobs or 2)
   self.device = device_lock(self.target.device_key or task.target)
@@ -84,7 +91,19 @@ function M.new(task, opts)
   self.seed = opts.seed or 0
   self.builds = 0
   self.cache = {}
+  self.pool = opts.pool -- an mk.search.pool: every method below runs on its workers
   return self
+end
+
+-- Through a worker pool (mk.search.pool): the same method on a worker's own
+-- evaluator for this task, with this evaluator's options.
+function Evaluator:_remote(op, files, opts)
+  local eo = {}
+  for k, v in pairs(self.opts) do
+    if k ~= "pool" and k ~= "tests_dir" and k ~= "workdir" and k ~= "keep" then eo[k] = v end
+  end
+  eo.test_sizes = self.task.test_sizes
+  return self.pool:request(self.task, op, files, opts, eo)
 end
 
 function Evaluator:_shared(fn, ...)
@@ -97,6 +116,10 @@ function Evaluator:_exclusive(fn, ...) return with_exclusive(self.device, fn, ..
 --- Freeze the tests (idempotent; verifies the manifest when it exists).
 function Evaluator:freeze()
   if self.frozen then return self.frozen end
+  if self.pool then
+    self.frozen = self:_remote("freeze")
+    return self.frozen
+  end
   local r = self:_exclusive(self.target.freeze, self.task, self.tests_dir,
     { threads = self.opts.threads, bench_sizes = self.opts.bench_sizes, llc_bytes = self.opts.llc_bytes })
   if r.status ~= "ok" then error(setmetatable({ kind = "freeze", message = r.message },
@@ -117,6 +140,10 @@ end
 --- The reference's benchmark (memoised): {latency_s, spread, ...}.
 function Evaluator:baseline()
   if self.base then return self.base end
+  if self.pool then
+    self.base = self:_remote("baseline")
+    return self.base
+  end
   self:freeze()
   local r = self:_exclusive(self.target.baseline, self.task,
     self:_bench_opts { workdir = self.root .. "/baseline" })
@@ -214,6 +241,12 @@ end
 function Evaluator:evaluate(files, opts)
   opts = opts or {}
   files = files_of(self, files)
+  if self.pool then
+    local key = key_of(files) .. "\2" .. tostring(opts.tune) .. tostring(opts.profile) .. tostring(opts.tune_budget)
+    self.cache[key] = self.cache[key] or self:_remote("evaluate", files,
+      { tune = opts.tune, profile = opts.profile, tune_budget = opts.tune_budget })
+    return self.cache[key]
+  end
   local t0 = task_lib.now()
   self:freeze()
   local src = files[self.task.candidate_file]
@@ -285,7 +318,7 @@ function Evaluator:evaluate(files, opts)
     status = "ok", correct = true, latency_s = br.latency_s, spread = br.spread, reps = br.reps,
     baseline_latency_s = base.latency_s, speedup = base.latency_s / br.latency_s, tune = tune,
   }
-  local fmt_s = self.target.fmt_s or function(s) return string.format("%.6g s", s) end
+  local fmt_s = self.target.fmt_s or util.fmt_s
   r.message = string.format("correct; %s per call vs baseline %s (%.2fx)%s", fmt_s(r.latency_s),
     fmt_s(r.baseline_latency_s), r.speedup, tune and (", tuned " .. fmt_params(tune.params)) or "")
   if r.speedup > 20 then
@@ -303,10 +336,21 @@ function Evaluator:evaluate(files, opts)
   return finish(r)
 end
 
+--- Benchmark files that `evaluate` measured before once more, on the same
+--- build (the autotuned configuration included): {status, latency_s,
+--- spread, wall_s}. Lets identical candidates of a run share one record.
+function Evaluator:remeasure(files)
+  files = files_of(self, files)
+  local build = self.last_build and self.last_build[key_of(files)]
+  if not build then return { status = "error", message = "remeasure: these files were not evaluated" } end
+  return self:_exclusive(self.target.bench, self.task, build, self:_bench_opts())
+end
+
 --- Re-check files on the held-out seeds (never used during search), with the
 --- configuration autotune chose if `evaluate` ran first.
 function Evaluator:heldout(files)
   files = files_of(self, files)
+  if self.pool then return self:_remote("heldout", files) end
   self:freeze()
   local build = self.last_build and self.last_build[key_of(files)]
   if not build then
@@ -322,6 +366,7 @@ end
 function Evaluator:close()
   -- frozen files are read-only, but their directories are not: rm_rf works
   if self.root and not self.opts.workdir and not self.opts.keep then fs.rm_rf(self.root) end
+  if self.root_lock then self.root_lock:unlock(); self.root_lock = nil end
 end
 
 return M

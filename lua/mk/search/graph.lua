@@ -155,12 +155,7 @@ end
 
 -- Deep copy, so a caller mutating its metrics table later cannot change a
 -- committed node behind git's back.
-local function copy(v)
-  if type(v) ~= "table" then return v end
-  local out = {}
-  for k, x in pairs(v) do out[k] = copy(x) end
-  return out
-end
+local copy = require("mk.services.util").copy
 
 local NULL = json.null
 local NAN = 0 / 0

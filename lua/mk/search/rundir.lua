@@ -18,6 +18,7 @@ local fs = require "mk.fs"
 local git = require "mk.git"
 local graph = require "mk.search.graph"
 local json = require("cjson").new()
+local util = require "mk.services.util"
 
 local rundir = {}
 
@@ -38,11 +39,12 @@ Run.__index = Run
 
 local function now() return require("mk.services.task").now() end
 
+-- The name of a strategy or task path for a directory name: its last
+-- component without extension.
 local function slug(s)
   s = tostring(s or "run"):gsub("/+$", "")
-  s = s:match("([^/]+)$") or s
-  s = s:gsub("%.[%w]+$", ""):gsub("[^%w_.%-]+", "_")
-  return s ~= "" and s or "run"
+  s = (s:match("([^/]+)$") or s):gsub("%.[%w]+$", "")
+  return util.slug(s, "run")
 end
 
 local function write_json(path, tbl, sync)
@@ -50,20 +52,20 @@ local function write_json(path, tbl, sync)
 end
 
 local function read_json(path)
-  local text = fs.read(path)
-  if not text then return nil end
-  local ok, v = pcall(json.decode, text)
-  if ok and type(v) == "table" then return v end
-  return nil
+  local v = util.read_json(path)
+  return type(v) == "table" and v or nil
 end
 
+-- Node events carry `spent`: what the run had spent when the node was
+-- added (run.spent, set by the runner to ctx:spent), so a run can be cut
+-- at any budget afterwards (mk.study.compare's anytime curves).
 function Run:_wire()
   self.mono0 = now()
   self.offset = os.time() - (tonumber(self.info.started) or os.time())
   self.graph.on_add = function(n)
     self:event{ type = "node", id = n.id, key = n.key, kind = n.kind, status = n.status,
       parents = #n.parents > 0 and n.parents or nil, latency_s = n.metrics.latency_s, speedup = n.metrics.speedup,
-      cost = n.cost }
+      cost = n.cost, spent = self.spent and self.spent() or nil }
   end
   self.graph.on_best = function(n)
     self:event{ type = "best", id = n.id, latency_s = n.metrics.latency_s, speedup = n.metrics.speedup }

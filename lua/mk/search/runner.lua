@@ -88,6 +88,28 @@ function runner.options(strategy, set, path, settings)
   return opts
 end
 
+--- The traceback of an error inside a strategy, cut to the frames of the
+--- strategy's own files (engine frames hidden) unless `full`.
+function runner.strategy_traceback(msg, spath, full)
+  local tb = debug.traceback(msg, 3)
+  if full then return tb end
+  local lines, hidden = {}, 0
+  local engine = home.path("lua/")
+  for line in (tb .. "\n"):gmatch("([^\n]*)\n") do
+    local frame = line:match("^\t(.*)")
+    if not frame then
+      lines[#lines + 1] = line
+    elseif frame:find(spath, 1, true) or not (frame:find(engine .. "mk/", 1, true) or frame:find(engine .. "agents/", 1, true)
+        or frame:find(home.path("targets/"), 1, true) or frame:find("^%[C%]") or frame:find("^%(%.%.%.")) then
+      lines[#lines + 1] = line
+    else
+      hidden = hidden + 1
+    end
+  end
+  if hidden > 0 then lines[#lines + 1] = string.format("\t(%d engine frames hidden; --debug shows them)", hidden) end
+  return table.concat(lines, "\n")
+end
+
 local function task_slug(task_dir)
   return (task_dir:gsub("/+$", ""):match("([^/]+)$") or "task")
 end
@@ -111,13 +133,15 @@ end
 
 -- The best node that also passes the held-out check (nodes failing it are
 -- recorded and skipped). Returns node or nil.
-local function heldout_best(ctx)
+-- A node the strategy returned is the only candidate.
+local function heldout_best(ctx, chosen)
   local candidates = {}
-  for _, n in ipairs(ctx.graph:nodes()) do
+  for _, n in ipairs(chosen and { chosen } or ctx.graph:nodes()) do
     if n.status == "ok" and n.kind ~= "reference" and n.metrics and n.metrics.latency_s then
       candidates[#candidates + 1] = n
     end
   end
+  if chosen and #candidates == 0 then ctx:log("the strategy returned %s, which is not a correct candidate", chosen.id) end
   table.sort(candidates, function(a, b)
     if a.metrics.latency_s ~= b.metrics.latency_s then return a.metrics.latency_s < b.metrics.latency_s end
     return a.id < b.id
@@ -149,13 +173,15 @@ local function execute(o, run, info, resumed)
 
   local progress = require("mk.services.progress").new { quiet = o.quiet, json = o.json, label = info.strategy .. " " .. task.name }
   local function note(msg) progress:note(msg) end
+  -- what earlier sessions spent (a resumed run): budget and summary count it
+  local prior = require("mk.search.ledger").read(run:path("events.jsonl"))
   local budget
   if info.budget then
     local b = require "mk.search.budget"
     local limits, berr = info.budget, nil
     if type(limits) == "string" then limits, berr = b.parse(limits) end
     if not limits then input_error("bad --budget: " .. berr.message) end
-    budget = b.new(limits)
+    budget = b.new(limits, { used = { wall_s = prior.wall_s } })
   end
 
   do -- every event of the run also feeds the status line (or --json)
@@ -172,13 +198,17 @@ local function execute(o, run, info, resumed)
   note(string.format("mkengine: %s on %s with %s%s -> %s", info.strategy, task.name, client.label or info.model,
     resumed and " (resumed)" or "", run.dir))
 
+  if info.workers then -- evaluations go to the workers the file names (docs/workers.md)
+    run.pool = require("mk.search.pool").open(info.workers, { log = note })
+  end
   local ev = eval.new(task, { tests_dir = run.dir .. "/tests", jobs = info.jobs, seed = info.seed,
-    timeout = info.timeout })
+    timeout = info.timeout, pool = run.pool })
   run.evaluator = ev -- closed by run/resume whatever happens (it owns temporary work directories)
   local ctx = context.new { task = task, graph = run.graph, run = run, eval = ev, llm = client, opts = opts, agents = o.agents,
     dump_prompts = o.dump_prompts,
-    seed = info.seed or 0, budget = budget, log = function(msg) note(msg) end }
+    seed = info.seed or 0, budget = budget, prior = prior, log = function(msg) note(msg) end }
   ctx.started = task_lib.now()
+  run.spent = function() return ctx:spent() end -- recorded with each node event
 
   -- frozen tests, after the tests agent proposed extra shapes (recorded in
   -- run.json, so a resumed run freezes the same suite)
@@ -221,16 +251,18 @@ local function execute(o, run, info, resumed)
 
   local ok, err = xpcall(strategy.run, function(e)
     if type(e) == "table" then return e end
-    return debug.traceback(tostring(e), 2)
+    return runner.strategy_traceback(tostring(e), spath, o.debug)
   end, ctx, opts)
+  if ok then ok, err = pcall(context.check_result, ctx, err, spath) end
   if not ok then
     run:event { type = "strategy_error", message = tostring(type(err) == "table" and err.message or err) }
     run:set_status("failed")
     if type(err) == "table" then error(err, 0) end
-    error("strategy " .. spath .. " failed: " .. err, 0)
+    error(setmetatable({ exit = 1, kind = "strategy", message = "strategy " .. spath .. " failed: " .. err },
+      { __tostring = function(e) return e.message end }), 0)
   end
 
-  local best = heldout_best(ctx)
+  local best = heldout_best(ctx, err)
   if best then run:refresh_best(best) end
   local spent = ctx:spent()
   local totals = llm.totals and llm.totals() or {}
@@ -244,7 +276,7 @@ local function execute(o, run, info, resumed)
     best = summarize_node(best) or require("cjson").null,
     model = info.model, model_label = client.label, seed = info.seed, options = opts,
     cost = { input_tokens = spent.input_tokens, output_tokens = spent.output_tokens, usd = spent.usd,
-      llm_s = spent.llm_s, device_s = spent.device_s, wall_s = spent.wall_s, calls = totals.calls },
+      llm_s = spent.llm_s, device_s = spent.device_s, wall_s = spent.wall_s, calls = (totals.calls or 0) + prior.calls },
     budget_exhausted = select(2, ctx:exhausted()),
     resumed = resumed or nil,
   }
@@ -274,12 +306,25 @@ local function execute(o, run, info, resumed)
   return summary
 end
 
+-- The status a run that ended with error `err` keeps: "stopped" when a
+-- signal stopped the engine, else "failed".
+local function end_status(run, err)
+  local sig = task_lib.signal()
+  if sig or err == task_lib.CANCELLED then
+    pcall(run.event, run, { type = "stopped", signal = sig })
+    return "stopped"
+  end
+  return "failed"
+end
+
 -- Execute a run and release what it holds (evaluator work directories, the
--- run lock) whatever happens; a failure marks the run failed and re-raises.
+-- run lock) whatever happens; a failure marks the run failed (or stopped)
+-- and re-raises.
 local function execute_and_close(o, run, info, resumed)
   local ok, res = pcall(execute, o, run, info, resumed)
   if run.evaluator and run.evaluator.close then pcall(run.evaluator.close, run.evaluator) end
-  if not ok then pcall(run.set_status, run, "failed") end
+  if run.pool then pcall(run.pool.release, run.pool) end
+  if not ok then pcall(run.set_status, run, end_status(run, res)) end
   run:close()
   if not ok then error(res, 0) end
   return res
@@ -299,7 +344,9 @@ function runner.run(o)
     strategy = strategy_name, task_dir = fs.realpath(o.task) or o.task, set = o.set or {},
     seed = o.seed or 1, model = o.model, llm_config = o.llm_config, llm_cache = o.llm_cache,
     budget = o.budget, jobs = o.jobs, timeout = o.timeout,
+    workers = o.workers and (fs.realpath(o.workers) or input_error("workers file not found: " .. o.workers)),
   }
+  if info.workers then require("mk.search.pool").load(info.workers) end -- bad input fails before the run dir exists
   local run, err = rundir.create { root = o.root, dir = o.run_dir, strategy = strategy_name:gsub("^.*/", ""):gsub("%.lua$", ""),
     task = task_slug(o.task), options = info, seed = info.seed, model = o.model }
   if not run then input_error("cannot create the run directory: " .. err.message) end

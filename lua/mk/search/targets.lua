@@ -70,12 +70,23 @@ function M.list()
   return names
 end
 
+-- Lua shortens long chunk names in messages ("...ts/x/target.lua:2: msg");
+-- put the whole path back so the error names the file.
+local function with_full_path(msg, path)
+  msg = tostring(msg)
+  local short = msg:match("^(.-):%d+: ")
+  if short and (short == path or (short:sub(1, 3) == "..." and path:sub(-(#short - 3)) == short:sub(4))) then
+    return path .. msg:sub(#short + 1)
+  end
+  return path .. ": " .. msg
+end
+
 -- Run a Lua file of a target folder; errors name the file.
 local function dofile_of(path, what)
   local chunk, err = loadfile(path, "t")
-  if not chunk then error("targets: " .. what .. ": " .. err, 0) end
+  if not chunk then error("targets: " .. what .. ": " .. with_full_path(err, path), 0) end
   local ok, v = pcall(chunk)
-  if not ok then error("targets: " .. what .. ": " .. path .. ": " .. tostring(v), 0) end
+  if not ok then error("targets: " .. what .. ": " .. with_full_path(v, path), 0) end
   return v
 end
 

@@ -175,9 +175,10 @@ local function first_env(names)
 end
 
 --- Make a client. See docs/api/llm.md for every option and its default.
----@param opts table {provider, model, base_url, api_key_env, max_concurrency=16, timeout=600,
----  connect_timeout=30, stall_timeout=300, max_retries=6, backoff_base=1, backoff_max=60,
----  max_retry_wait=300, rpm, tpm, price, cache="off", cache_dir, max_tokens, extra_body, headers}
+---@param opts table {provider, model, base_url, api_key_env, max_concurrency=16, timeout=300,
+---  connect_timeout=30, stall_timeout=60, give_up_after=300, max_retries=6, backoff_base=1, backoff_max=60,
+---  max_retry_wait=300, max_response_bytes=32 MiB, rpm, tpm, price, cache="off", cache_dir, max_tokens,
+---  extra_body, headers}
 function llm.client(opts)
   if type(opts) ~= "table" then error("llm.client: expected a table of options", 2) end
   local name = opts.provider
@@ -208,9 +209,13 @@ function llm.client(opts)
   if math.type(c.max_concurrency) ~= "integer" or c.max_concurrency < 1 then
     error("llm.client: max_concurrency must be an integer >= 1", 2)
   end
-  c.timeout = opts.timeout or 600
+  -- a stalled endpoint is given up within about give_up_after seconds in
+  -- all: one non-streaming attempt, or a few streaming ones
+  c.timeout = opts.timeout or 300
   c.connect_timeout = opts.connect_timeout or 30
-  c.stall_timeout = opts.stall_timeout or 300
+  c.stall_timeout = opts.stall_timeout or math.min(60, c.timeout)
+  c.give_up_after = opts.give_up_after or 300
+  c.max_response_bytes = opts.max_response_bytes or (32 << 20)
   c.max_retries = opts.max_retries or 6
   c.backoff_base = opts.backoff_base or 1
   c.backoff_max = opts.backoff_max or 60
@@ -297,7 +302,7 @@ end
 
 -- The attempts loop: one call through the provider, retried per policy.
 function Client:attempts(req)
-  local attempt = 0
+  local attempt, t0 = 0, task.now()
   while true do
     attempt = attempt + 1
     local key = self:key()
@@ -313,6 +318,11 @@ function Client:attempts(req)
     redact(err, key)
     local retryable = err.retryable
     if retryable == nil then retryable = retry.retryable_kinds[err.kind] or false end
+    if retryable and err.kind == "timeout" and task.now() - t0 >= self.give_up_after then
+      err.message = string.format("%s (gave up: no answer within give_up_after = %gs over %d attempts)",
+        err.message, self.give_up_after, attempt)
+      return nil, err, attempt
+    end
     if not retryable or attempt > self.max_retries then
       if retryable then
         err.message = string.format("%s (gave up after %d attempts)", err.message, attempt)
@@ -342,10 +352,37 @@ local function copy_resp(r)
   }
 end
 
+-- on_delta for a call that may be retried: a retried stream starts over,
+-- so the text an earlier attempt already delivered is not delivered again;
+-- an attempt that diverges from it is announced, then shown from its start.
+local function once_delta(on_delta)
+  local shown, cur, cur_attempt = {}, {}, nil
+  return function(d, kind, attempt)
+    if attempt ~= cur_attempt then cur, cur_attempt = {}, attempt end
+    local now = (cur[kind] or "") .. d
+    cur[kind] = now
+    local old = shown[kind] or ""
+    if #now <= #old then
+      if old:sub(1, #now) == now then return end -- already shown
+    elseif now:sub(1, #old) == old then
+      shown[kind] = now
+      return on_delta(now:sub(#old + 1), kind, attempt)
+    end
+    shown[kind] = now
+    return on_delta("\n[the answer restarted after an error]\n" .. now, kind, attempt)
+  end
+end
+
 --- Send a chat request; waits. Returns r | nil, err (see docs/api/llm.md).
 ---@param req table {system, messages, max_tokens, temperature, top_p, stop, thinking, stream, on_delta, extra, sample, meta}
 function Client:chat(req)
   check_req(req)
+  if req.on_delta then
+    local r2 = {}
+    for k, v in pairs(req) do r2[k] = v end
+    r2.on_delta = once_delta(req.on_delta)
+    req = r2
+  end
   local t0 = task.now()
   local key, sample
   if self.cache ~= "off" then

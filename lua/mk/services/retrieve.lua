@@ -9,6 +9,7 @@
 local kb = require "mk.kb"
 local fs = require "mk.fs"
 local home = require "mk.home"
+local util = require "mk.services.util"
 
 local retrieve = {}
 
@@ -273,11 +274,7 @@ local function one_line(s, max)
   return s
 end
 
-local function slug(s)
-  local v = tostring(s):lower():gsub("[^%w%-_.]+", "-"):gsub("%-+", "-"):gsub("^[-.]+", ""):gsub("-$", "")
-  if v == "" then v = "task" end
-  return v:sub(1, 80)
-end
+local function slug(s) return util.slug(s, "task") end
 
 -- A fence longer than any backtick run in text, so '#' lines and ``` in
 -- compiler output stay inside it.

@@ -151,7 +151,7 @@ end
 --- Without bubblewrap, returns a copy of argv and warns once.
 ---@param argv string[]
 --- `user = "nobody"`: when the engine runs as root, run the command as
---- nobody inside (Linux ignores RLIMIT_NPROC for root; proc.run sets this
+--- nobody inside (Linux ignores RLIMIT_NPROC for root; `apply` sets this
 --- when `limits.nproc` is given); a no-op for other users.
 --- Returns the new argv and whether the sandbox switches the user.
 ---@param argv string[]
@@ -199,6 +199,36 @@ function M.wrap(argv, opts)
   end
   for _, x in ipairs(argv) do a[#a + 1] = x end
   return a, switch
+end
+
+--- The proc.run / proc.spawn options of `spec` run inside the sandbox
+--- `spec.sandbox` (a table for `wrap`): argv wrapped, cwd the workdir
+--- unless given, inherited secrets scrubbed from the environment, and the
+--- flags mk-exec needs for `limits.nproc` under a root engine. The C side
+--- (mk.proc) only sees the final command line. A spec without `sandbox`
+--- is returned as it is.
+---@param spec table proc.run options with `sandbox = {workdir, ro, rw, hide, network}`
+---@return table spec for proc.run
+function M.apply(spec)
+  if type(spec) ~= "table" then error("sandbox.apply: spec must be a table", 2) end
+  local sb = spec.sandbox
+  if sb == nil then return spec end
+  if type(sb) ~= "table" then error("sandbox.apply: spec.sandbox must be a table", 2) end
+  if type(spec.argv) ~= "table" or type(spec.argv[1]) ~= "string" then
+    error("sandbox.apply: spec.argv must be a non-empty list of strings", 2)
+  end
+  local out = {}
+  for k, v in pairs(spec) do out[k] = v end
+  out.sandbox = nil
+  local o = {}
+  for k, v in pairs(sb) do o[k] = v end
+  local nproc = type(spec.limits) == "table" and tonumber(spec.limits.nproc)
+  if nproc and nproc > 0 then o.user = "nobody" end
+  local argv, switched = M.wrap(spec.argv, o)
+  out.argv = argv
+  out.cwd = spec.cwd or sb.workdir
+  out.scrub_env, out.give_cwd, out.switches_user = true, true, switched
+  return out
 end
 
 --- Forget the cached probe (tests).

@@ -72,6 +72,10 @@ function task.yield() return sched.sleep(0) end
 --- The running task's handle (nil outside tasks).
 task.current = sched.current
 
+--- "SIGINT" or "SIGTERM" once the engine received one (every task was then
+--- cancelled and the exit code will be 128 + the signal), else nil.
+task.signal = sched.signal
+
 local function awaited_error(h, err, tb)
   if type(err) == "string" then
     return string.format("%s\n(in %s)\n%s", err, tostring(h):gsub(" %(.*", ""), (tb or ""):gsub("^[^\n]*\n?", ""))

@@ -14,21 +14,7 @@ local runner_lib = require "mk.search.runner"
 
 local bench = {}
 
---- Read a JSON file; nil when missing or invalid. JSON nulls become nil.
----@param path string
-function bench.read_json(path)
-  local text = fs.read(path)
-  if not text then return nil end
-  local ok, v = pcall(cjson.decode, text)
-  if not ok then return nil end
-  local function clean(x)
-    if x == cjson.null then return nil end
-    if type(x) == "table" then for k, y in pairs(x) do x[k] = clean(y) end end
-    return x
-  end
-  return clean(v)
-end
-local read_json = bench.read_json
+local read_json = require("mk.services.util").read_json
 
 local TASK_MARKERS = { "task.lua", "baseline.py", "reference.py" }
 
@@ -248,7 +234,7 @@ function bench.run(opts)
         local ro = {
           strategy = opts.strategy, task = t.dir, set = copy_opts(opts.set), seed = base_seed + k - 1,
           model = opts.model, llm_config = opts.llm_config, budget = opts.budget and copy_opts(opts.budget),
-          run_dir = dir, quiet = true, jobs = opts.jobs, llm_cache = opts.llm_cache,
+          run_dir = dir, quiet = true, jobs = opts.jobs, llm_cache = opts.llm_cache, workers = opts.workers,
         }
         ok, summary = pcall(runner, ro)
       end

@@ -16,20 +16,11 @@ local runner_lib = require "mk.search.runner"
 
 local sweep = {}
 
-local read_json = bench.read_json
+local util = require "mk.services.util"
+local read_json = util.read_json
 
-local function slug(s)
-  s = tostring(s):gsub("[^%w%._=%-]+", "_"):gsub("^_+", ""):gsub("_+$", "")
-  if #s > 60 then s = s:sub(1, 60) end
-  return s ~= "" and s or "entry"
-end
-
-local function copy(t)
-  if type(t) ~= "table" then return t end
-  local r = {}
-  for k, v in pairs(t) do r[k] = copy(v) end
-  return r
-end
+local function slug(s) return util.slug(s, "entry", 60) end
+local copy = util.copy
 
 local function default_label(o)
   local bits = { o.strategy or "?" }
@@ -125,7 +116,8 @@ function sweep.new(opts)
       e.how = "ran"
       if fs.exists(dir) then fs.rm_rf(dir) end -- died before run.json: start over
       ok, res = pcall(runner, { strategy = o.strategy, task = o.task, set = copy(o.set) or {}, seed = o.seed, model = o.model,
-        llm_config = o.llm_config, llm_cache = o.llm_cache, budget = o.budget, run_dir = dir, quiet = true, jobs = o.jobs })
+        llm_config = o.llm_config, llm_cache = o.llm_cache, budget = o.budget, run_dir = dir, quiet = true, jobs = o.jobs,
+        workers = o.workers })
     end
     if not ok or type(res) ~= "table" then
       local task = package.loaded["mk.services.task"]
@@ -135,6 +127,8 @@ function sweep.new(opts)
       if prog then prog:note(string.format("%-40s error: %s", e.label, e.error)) end
       return nil, { kind = "run_failed", message = e.error }
     end
+    -- a run without a correct kernel has best = JSON null: a result whose best is nil
+    for k, v in pairs(res) do if v == cjson.null then res[k] = nil end end
     res.run_dir = res.run_dir or dir
     e.summary = copy(res)
     e.summary.run_dir = nil
@@ -244,6 +238,22 @@ function sweep.new(opts)
   return mk
 end
 
+-- The part of a script's return value that JSON can hold (functions,
+-- coroutines and userdata dropped), so results.json always encodes.
+local function plain_data(v, depth)
+  local ty = type(v)
+  if ty == "table" then
+    if (depth or 0) > 32 then return nil end
+    local r = {}
+    for k, x in pairs(v) do
+      if type(k) == "string" or type(k) == "number" then r[k] = plain_data(x, (depth or 0) + 1) end
+    end
+    return r
+  end
+  if ty == "string" or ty == "number" or ty == "boolean" then return v end
+  return nil
+end
+
 --- Run a sweep script: FILE is loaded with `mk` (the API above) and `arg`
 --- in an environment that falls back to the globals. opts as sweep.new
 --- plus args (list for `arg`). Returns the results table.
@@ -251,7 +261,10 @@ end
 ---@param opts table
 function sweep.run_file(file, opts)
   if type(file) ~= "string" then error("sweep.run_file: file must be a string", 2) end
-  opts = copy(opts or {})
+  -- a shallow copy: opts.progress and opts.runner keep their metatables
+  local o = {}
+  for k, v in pairs(opts or {}) do o[k] = v end
+  opts = o
   opts.script = opts.script or file
   opts.name = opts.name or file:match("([^/]+)%.lua$") or file
   local mk = sweep.new(opts)
@@ -265,15 +278,91 @@ function sweep.run_file(file, opts)
   current = mk
   local ok, ret = pcall(chunk, table.unpack(a))
   current = prev
+  if ok then mk.results.returned = plain_data(ret) end
   mk.save(true)
   if not ok then
     local task = package.loaded["mk.services.task"]
     if task and ret == task.CANCELLED then error(ret, 0) end
     return nil, { kind = "script_error", message = tostring(ret), results = mk.results }
   end
-  mk.results.returned = type(ret) ~= "function" and type(ret) ~= "userdata" and ret or nil
   mk.results.out = mk.out
   return mk.results
+end
+
+-- The number an entry contributes to its group: a run's best speedup (1.0,
+-- the reference, when it found no correct kernel), a bench's geomean.
+local function entry_value(e)
+  if e.kind == "bench" and e.aggregate then return e.aggregate.geomean_speedup, e.aggregate.correct > 0 end
+  if e.summary then
+    local b = type(e.summary.best) == "table" and e.summary.best.speedup
+    return b or 1.0, b ~= nil
+  end
+  return nil
+end
+
+local PARAMS = { "strategy", "task", "suite", "model" }
+
+--- Group a sweep's finished entries by each parameter that varies (every
+--- `set` key, and strategy / task / suite / model when they differ), one row
+--- per value: {param, value, n, correct, median, min, max, values}, the
+--- statistics taken over the entries with that value (the seeds and the
+--- other parameters). Errors are left out. Rows in parameter, value order.
+---@param results table
+function sweep.groups(results)
+  local by = {} -- param -> value text -> row
+  local raw = {}
+  for _, e in ipairs(results.entries or {}) do
+    local v, ok = entry_value(e)
+    if v and not e.error then
+      local p = e.params or {}
+      local pairs_ = {}
+      for _, k in ipairs(PARAMS) do if p[k] ~= nil then pairs_[#pairs_ + 1] = { k, p[k] } end end
+      for k, x in pairs(p.set or {}) do pairs_[#pairs_ + 1] = { k, x } end
+      for _, kv in ipairs(pairs_) do
+        local k, x = kv[1], kv[2]
+        local text = type(x) == "table" and cjson.encode(x) or tostring(math.tointeger(x) or x)
+        by[k] = by[k] or {}
+        local row = by[k][text]
+        if not row then
+          row = { param = k, value = text, raw = x, values = {}, correct = 0 }
+          by[k][text] = row
+          raw[#raw + 1] = row
+        end
+        row.values[#row.values + 1] = v
+        if ok then row.correct = row.correct + 1 end
+      end
+    end
+  end
+  local rows = {}
+  for _, row in ipairs(raw) do
+    local nvals = 0
+    for _ in pairs(by[row.param]) do nvals = nvals + 1 end
+    if nvals > 1 then -- a parameter that never varies answers nothing
+      row.n = #row.values
+      row.median = metrics.median(row.values)
+      row.min, row.max = math.min(table.unpack(row.values)), math.max(table.unpack(row.values))
+      rows[#rows + 1] = row
+    end
+  end
+  table.sort(rows, function(a, b)
+    if a.param ~= b.param then return a.param < b.param end
+    if type(a.raw) == "number" and type(b.raw) == "number" then return a.raw < b.raw end
+    return a.value < b.value
+  end)
+  for _, row in ipairs(rows) do row.raw = nil end
+  return rows
+end
+
+--- Plain-text table of sweep.groups: the median and min–max per value.
+function sweep.format_groups(results)
+  local rows = sweep.groups(results)
+  if #rows == 0 then return "" end
+  local L = { "by parameter (best speedup per run, 1.0x when none was correct; median and min-max over its runs):" }
+  for _, r in ipairs(rows) do
+    L[#L + 1] = string.format("  %-14s %-12s median %6.2fx  (min %.2fx, max %.2fx, %d runs, %d correct)", r.param,
+      r.value:sub(1, 12), r.median, r.min, r.max, r.n, r.correct)
+  end
+  return table.concat(L, "\n") .. "\n"
 end
 
 --- Plain-text table of a sweep's entries.
@@ -307,7 +396,7 @@ function sweep.format(results)
   local tc = results.totals and results.totals.cost or {}
   L[#L + 1] = string.format("total: %d entries, %d tokens, $%.4f, wall %.1fs (sum)", #(results.entries or {}),
     math.floor((tc.input_tokens or 0) + (tc.output_tokens or 0)), tc.usd or 0, tc.wall_s or 0)
-  return table.concat(L, "\n") .. "\n"
+  return table.concat(L, "\n") .. "\n" .. sweep.format_groups(results)
 end
 
 return sweep

@@ -14,6 +14,15 @@ function t.test(name, fn) t.cases[#t.cases + 1] = { name = name, fn = fn } end
 
 function t.fail(msg) error(msg, 3) end
 
+--- Run a shell command (stderr merged into stdout); returns its exit code
+--- and its output.
+function t.sh(cmd)
+  local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
+  local out = p:read("a")
+  p:close()
+  return tonumber(out:match("rc=(%d+)%s*$")), (out:gsub("rc=%d+%s*$", ""))
+end
+
 function t.ok(v, msg)
   if not v then error((msg or "expected a true value") .. ", got " .. fmt(v), 2) end
   return v
@@ -73,6 +82,26 @@ function t.raises(fn, pattern, ...)
   return err
 end
 
+local made = {}
+
+--- A new private directory for this test file (under $TMPDIR or /tmp),
+--- removed when `t.run` ends, whatever the verdict. Use it instead of
+--- fs.tmpdir so a run of the suite leaves nothing behind.
+---@param prefix string|nil
+---@return string
+function t.tmpdir(prefix)
+  local d = assert(require("mk.fs").tmpdir(prefix or "mk-test"))
+  made[#made + 1] = d
+  return d
+end
+
+-- Frozen tests are read-only files in writable directories: rm_rf removes them.
+local function clean()
+  local fs = require "mk.fs"
+  for _, d in ipairs(made) do fs.rm_rf(d) end
+  made = {}
+end
+
 --- Skip the current test with a printed reason (only for missing hardware
 --- or software such as JAX or a GPU).
 function t.skip(reason) error({ skip = reason }, 0) end
@@ -98,6 +127,7 @@ function t.run()
       end
     end
   end
+  clean()
   print(string.format("%d passed, %d failed, %d skipped", passed, failed, skipped))
   return failed == 0 and 0 or 1
 end

@@ -4,7 +4,7 @@
 --- DIR/ab/abcdef....json. No header, key or URL is part of an entry.
 local fs = require "mk.fs"
 local json = require "mk.services.llm.json"
-local sha256 = require "mk.services.llm.sha256"
+local hash = require "mk.hash"
 
 local M = { VERSION = 1 }
 
@@ -29,7 +29,7 @@ end
 
 --- Key of the sample-th answer (0-based) to a canonical request.
 function M.key(canonical, sample)
-  return sha256.hex(canonical .. "\n#sample=" .. tostring(sample))
+  return hash.sha256(canonical .. "\n#sample=" .. tostring(sample))
 end
 
 local function path(dir, key) return dir .. "/" .. key:sub(1, 2) .. "/" .. key .. ".json" end

@@ -19,7 +19,7 @@ local function transport_error(provider, err)
   local retryable = true
   if kind == "tls" then
     kind, retryable = "network", false
-  elseif kind == "bad_request" then
+  elseif kind == "bad_request" or kind == "bad_response" then -- bad_response: over max_response_bytes
     retryable = false
   elseif kind ~= "timeout" then
     kind = "network"
@@ -69,6 +69,7 @@ function M.call(wire, client, req, ctx)
     method = "POST", url = spec.url, headers = spec.headers, body = json.encode(spec.body),
     timeout = client.timeout, connect_timeout = client.connect_timeout,
     stall_timeout = stream and client.stall_timeout or nil, lines = stream,
+    max_response_bytes = client.max_response_bytes,
   }
   if stream then
     local feed
@@ -80,6 +81,9 @@ function M.call(wire, client, req, ctx)
         for i = 1, #lines do
           parser:line(lines[i])
           if stream_err then return nil, stream_err end
+          -- the stream's own end marker ([DONE], message_stop) ends the call
+          -- whatever the connection does next (closing `h` aborts it)
+          if st.done then return st:result() end
         end
       end
     end

@@ -11,10 +11,9 @@ import os as _os
 
 import numpy as _np
 
-from . import lax  # noqa: F401
-from . import numpy  # noqa: F401  (jax.numpy)
-from . import random  # noqa: F401
-from . import tree_util  # noqa: F401
+from . import lax, numpy, random, tree_util
+
+__all__ = ["lax", "numpy", "random", "tree_util", "jit", "profiler"]
 
 __version__ = "0.0-fake"
 
@@ -86,7 +85,7 @@ def jit(f, **_):
     return _Jitted(f)
 
 
-class profiler:  # noqa: N801 (module-like namespace)
+class profiler:  # lower case: it stands in for the module jax.profiler
     @staticmethod
     @contextlib.contextmanager
     def trace(_logdir):

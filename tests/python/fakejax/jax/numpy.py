@@ -1,6 +1,11 @@
 """jax.numpy stand-in: numpy itself, plus the JAX-only spellings used."""
-from numpy import *  # noqa: F401,F403
 import numpy as _np
+
+
+def __getattr__(name):
+    # every other jnp.<name> is numpy's (PEP 562 module attribute)
+    return getattr(_np, name)
+
 
 float32 = _np.float32
 int32 = _np.int32

@@ -12,7 +12,7 @@ local transport = require "mk.services.llm.transport"
 
 local W = { name = "exec" }
 
-local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+local sh_quote = require("mk.services.util").sh_quote
 
 local function estimate(s) return math.ceil(#s / 4) end
 

@@ -1,0 +1,68 @@
+--- mk.services.util: the small helpers several floors need, written once
+--- (as Lua keeps its own in lauxlib): shell quoting, file-name slugs, JSON
+--- files, deep copies and durations for people to read.
+local fs = require "mk.fs"
+local cjson = require "cjson.safe"
+
+local M = {}
+
+--- `s` quoted for a POSIX shell command line.
+---@param s any
+---@return string
+function M.sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+--- A file-name-safe form of `s`: runs of characters other than letters,
+--- digits and `_.=-` become `_`, leading `_`/`.` and trailing `_` go, at most
+--- `max` characters (default 80); `fallback` (default "x") when nothing is left.
+---@param s any
+---@param fallback string|nil
+---@param max integer|nil
+---@return string
+function M.slug(s, fallback, max)
+  local v = tostring(s):gsub("[^%w_.=%-]+", "_"):gsub("^[_.]+", ""):gsub("_+$", "")
+  v = v:sub(1, max or 80)
+  return v ~= "" and v or (fallback or "x")
+end
+
+-- JSON null → nil, all the way down.
+local function unnull(v)
+  if v == cjson.null then return nil end
+  if type(v) == "table" then for k, x in pairs(v) do v[k] = unnull(x) end end
+  return v
+end
+
+--- The JSON value in file `path`, nulls as nil: value | nil when the file
+--- is missing | nil, {kind = "corrupt", message} when it is not JSON.
+---@param path string
+---@return any
+---@return table|nil err
+function M.read_json(path)
+  local text = fs.read(path)
+  if not text then return nil end
+  local v, err = cjson.decode(text)
+  if v == nil then return nil, { kind = "corrupt", message = path .. ": " .. tostring(err) } end
+  return unnull(v)
+end
+
+--- A deep copy of `v` (tables copied all the way down; other values as is).
+function M.copy(v)
+  if type(v) ~= "table" then return v end
+  local out = {}
+  for k, x in pairs(v) do out[k] = M.copy(x) end
+  return out
+end
+
+--- Seconds for people: "12.30 us", "4.512 ms", "3.21 s", "2.5 min", "1.20 h";
+--- "–" for a non-number.
+---@param x any
+---@return string
+function M.fmt_s(x)
+  if type(x) ~= "number" or x ~= x then return "–" end
+  if x < 1e-3 then return string.format("%.2f us", x * 1e6) end
+  if x < 1 then return string.format("%.3f ms", x * 1e3) end
+  if x < 120 then return string.format("%.2f s", x) end
+  if x < 7200 then return string.format("%.1f min", x / 60) end
+  return string.format("%.2f h", x / 3600)
+end
+
+return M
