@@ -12,8 +12,9 @@ local common = {}
 --- `mkengine run ... --set agent_max_tokens=16000` (ctx.opts wins).
 common.DEFAULTS = {
   agent_max_tokens = 8192,          -- visible answer tokens per call
-  agent_thinking_budget = 0,        -- thinking tokens per call where the API takes a budget (anthropic,
-                                    -- gemini); added to agent_max_tokens, which they count it against. 0: off
+  agent_thinking_budget = -1,       -- thinking tokens per call where the API takes a budget (anthropic,
+                                    -- gemini); added to agent_max_tokens, which they count it against.
+                                    -- 0: off; -1: the provider's entry in THINKING below
   agent_thinking_effort = "",       -- reasoning effort where the API takes one (openai: low, medium, high)
   agent_length_retry = 2,           -- a reply cut by the token limit is asked again once with this many
                                     -- times the room (0: never)
@@ -27,6 +28,13 @@ common.DEFAULTS = {
   agent_attempts_shown = 6,         -- earlier fix attempts of a candidate shown to fix
   agent_plans_shown = 8,            -- plans already tried shown to plan
 }
+
+--- The thinking budget agent_thinking_budget = -1 stands for, per provider:
+--- Gemini 2.5 models think by default and count it against the output
+--- limit, so they get a bounded budget and the room for it; Anthropic
+--- thinks only when asked; providers without a budget API are absent.
+common.THINKING = { gemini = 8192, anthropic = 0 }
+local BUDGET_API = { gemini = true, anthropic = true }
 
 -- options older runs used for the same numbers
 local LEGACY = { agent_max_tokens = "max_tokens", agent_temperature = "temperature" }
@@ -249,7 +257,9 @@ function common.ask(ctx, agent, system, user, key, opts)
   if type(temperature) == "string" then temperature = common.setting(ctx, temperature) end
   local thinking
   local budget, effort = common.setting(ctx, "agent_thinking_budget"), common.setting(ctx, "agent_thinking_effort")
-  if budget > 0 then
+  local provider = ctx.llm and ctx.llm.provider
+  if budget < 0 then budget = common.THINKING[provider] or 0 end
+  if budget > 0 and (BUDGET_API[provider] or provider == "exec" or provider == nil) then
     thinking = { budget_tokens = budget }
     max_tokens = max_tokens + budget
   end

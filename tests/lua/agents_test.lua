@@ -275,6 +275,23 @@ t.test("agent settings come from the run options: tokens, temperature, thinking 
   t.eq(c2.requests[1].thinking, nil)
 end)
 
+t.test("by default Gemini gets a bounded thinking budget and room for it; OpenAI and Anthropic none", function()
+  for provider, want in pairs { gemini = 8192, openai = false, anthropic = false } do
+    local c = recorder("T\nx")
+    c.provider = provider
+    local ctx, parent = ctx_with(c)
+    ctx.agents.plan { parent = parent, key = "k" }
+    local req = c.requests[1]
+    if want then
+      t.same(req.thinking, { budget_tokens = want }, provider)
+      t.eq(req.max_tokens, common.DEFAULTS.agent_max_tokens + want, provider)
+    else
+      t.eq(req.thinking, nil, provider)
+      t.eq(req.max_tokens, common.DEFAULTS.agent_max_tokens, provider)
+    end
+  end
+end)
+
 t.test("a reply cut by the token limit is asked again once with more room", function()
   local n = 0
   local c = recorder("unused")
