@@ -356,4 +356,38 @@ t.test("the pallas implement prompt carries the skeleton, the plan and tune prom
   t.contains(tune, "(8, 128)")
 end)
 
+t.test("repair: no code goes back to implement, a fix without code to fix, rejected is repaired", function()
+  local c = recorder("Changed: x\n```c\nvoid kernel(float *o) { o[0] = 1; }\n```\n")
+  local ctx, parent = ctx_with(c)
+  local noc = ctx:step("noc", function()
+    return { parents = { parent.id }, kind = "implement", status = "compile_error", plan = "PLAN-X",
+      files = { ["reply.txt"] = "no code" }, error = "no code", meta = { no_code = true } }
+  end)
+  local n = ctx:repair(noc, "r1", { max_fix = 2 })
+  t.eq(c.requests[1].meta.agent, "implement")
+  t.contains(user_prompt(c.requests[1]), "PLAN-X")
+  t.contains(user_prompt(c.requests[1]), "PARENT-CODE")
+  t.eq(n.kind, "fix"); t.eq(n.status, "ok"); t.eq(n.parents[1], noc.id)
+  t.contains(n.meta.changed, "implementer was asked again")
+
+  local bad = failed_chain(ctx, parent, { "kernel.c:1:1: error: boom" })
+  local fixnoc = ctx:step("fixnoc", function()
+    return { parents = { bad.id }, kind = "fix", status = "compile_error", plan = bad.plan,
+      files = { ["reply.txt"] = "no code" }, error = "no code", meta = { no_code = true } }
+  end)
+  ctx:repair(fixnoc, "r2", { max_fix = 2 })
+  t.eq(c.requests[2].meta.agent, "fix")
+  t.contains(user_prompt(c.requests[2]), "BROKEN-CODE")
+
+  local rej = ctx:step("rej", function()
+    return { parents = { parent.id }, kind = "implement", status = "rejected", plan = "P",
+      files = { ["kernel.c"] = "REJECTED-CODE" }, error = "the kernel called fopen" }
+  end)
+  local fixed = ctx:repair(rej, "r3", { max_fix = 2 })
+  t.eq(c.requests[3].meta.agent, "fix")
+  t.contains(user_prompt(c.requests[3]), "the kernel called fopen")
+  t.eq(fixed.status, "ok")
+  t.eq(fixed.meta.changed, "x")
+end)
+
 return t.run()

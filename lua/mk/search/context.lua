@@ -523,20 +523,22 @@ end
 -- Statuses the fix loop repairs; a wrong answer (incorrect) goes back to planning.
 M.REPAIRABLE = { compile_error = true, rejected = true, crash = true }
 
--- One repair attempt of `prev` under step key FK: a reply that had no code
--- goes back to the implementer with the same plan, anything else to fix.
--- Either way the node is a "fix" node (a repair attempt of the candidate).
+-- One repair attempt of `prev` under step key FK. A reply that had no code
+-- is repaired from the nearest ancestor with code: a failed candidate goes
+-- to fix, the node the implementer started from goes back to implement with
+-- the same plan. Either way the node is a "fix" node, child of `prev`.
 function Ctx:_repair_step(prev, FK, attempt, max_fix, o)
+  local src = prev
+  while src.meta and src.meta.no_code and src.parents[1] do src = self.graph:get(src.parents[1]) end
   return self:step(FK, function()
-    if prev.meta and prev.meta.no_code then
-      local base = prev.parents[1] and self.graph:get(prev.parents[1]) or nil
-      local impl, ierr = self.agents.implement { plan = prev.plan, parent = base, key = FK }
+    if src ~= prev and not M.REPAIRABLE[src.status] then
+      local impl, ierr = self.agents.implement { plan = prev.plan, parent = src, key = FK }
       if not impl then return nil, ierr end
       local spec = self:evaluated("fix", { prev }, impl, { plan = prev.plan, feedback = o.feedback, key = FK })
       spec.meta.changed = "(the reply before had no code: the implementer was asked again)"
       return spec
     end
-    local fx, ferr = self.agents.fix { node = prev, attempt = attempt, max_attempts = max_fix, key = FK }
+    local fx, ferr = self.agents.fix { node = src, attempt = attempt, max_attempts = max_fix, key = FK }
     if not fx then return nil, ferr end
     return self:evaluated("fix", { prev }, fx, { plan = prev.plan, feedback = o.feedback, key = FK })
   end)
