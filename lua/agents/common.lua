@@ -27,6 +27,10 @@ common.DEFAULTS = {
   agent_history_error_chars = 600,  -- error text of each earlier attempt or plan in a history
   agent_attempts_shown = 6,         -- earlier fix attempts of a candidate shown to fix
   agent_plans_shown = 8,            -- plans already tried shown to plan
+  agent_tests_extra = 3,            -- extra test shapes the tests agent may add
+  agent_tests_max_dim = 4099,       -- largest dimension of such a shape
+  kb_k = 3,                         -- knowledge-base passages per prompt (kb=false: none)
+  kb_chars = 2500,                  -- characters of passages per prompt
 }
 
 --- The thinking budget agent_thinking_budget = -1 stands for, per provider:
@@ -128,7 +132,8 @@ function common.knowledge(ctx, query)
   -- the target's own notes (a target from outside the engine's tree too)
   local extra = { table.unpack(ctx.opts.kb_dirs or {}) }
   extra[#extra + 1] = targets.kb_dir(ctx.task.target)
-  local passages = retrieve.passages(query, { k = ctx.opts.kb_k or 3, max_chars = ctx.opts.kb_chars or 2500,
+  local passages = retrieve.passages(query, { k = common.setting(ctx, "kb_k"),
+    max_chars = common.setting(ctx, "kb_chars"),
     extra_dirs = extra, target = ctx.task.target })
   if not passages or #passages == 0 then return nil, {} end
   return retrieve.format(passages), retrieve.refs(passages)

@@ -43,7 +43,8 @@ end
 function M.run(ctx, a)
   local task = ctx.task
   if not task.sizes then return {} end
-  local max_dim, max_extra = a.max_dim or 4099, a.max_extra or 3
+  local max_dim = a.max_dim or common.setting(ctx, "agent_tests_max_dim")
+  local max_extra = a.max_extra or common.setting(ctx, "agent_tests_extra")
   local system, user = common.render(ctx, "tests", "tests", {
     symbols = table.concat(symbols_of(task), ", "),
     bench_sizes = encode_sizes({ task.sizes }),
