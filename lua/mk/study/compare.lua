@@ -402,7 +402,7 @@ end
 -- Loading ---------------------------------------------------------------------------
 
 -- bench directories are read as mk.bench and mk.report read them
-local read_json = require("mk.study.bench").read_json
+local read_json = require("mk.services.util").read_json
 local function read_events(path) return require("mk.study.report").read_jsonl(path) end
 
 local function input_err(msg) return nil, { kind = "bad_input", message = msg } end
