@@ -477,7 +477,7 @@ function Ctx:evaluated(kind, parents, out, extra)
     changed = out.changed }
   local files, res
   if not out.code then
-    meta.no_code = true -- repaired by asking the implementer again, not fix (see Ctx:repair)
+    meta.no_code = true -- repaired from the nearest ancestor with code (see Ctx:_repair_step)
     files = { ["reply.txt"] = out.transcript and out.transcript.reply or "" }
     res = { status = "compile_error", correct = false,
       message = "the model's reply contained no fenced code block with the complete file" }
