@@ -32,7 +32,7 @@ function M.run(ctx, a)
   })
   local text, tr = common.ask(ctx, "implement", system, user, a.key .. "/implement")
   if not text then return nil, tr end
-  local code = common.extract_code(text, common.vars(ctx, "implement").lang)
+  local code = common.extract_code(text, common.vars(ctx, "implement").lang, task.entry)
   return { code = code, files = code and { [task.candidate_file] = code } or nil, transcript = tr, knowledge = used }
 end
 

@@ -12,7 +12,7 @@ function M.run(ctx, a)
     code = a.code or "", profile = raw,
     metrics = type(a.metrics) == "table" and common.metrics_line(a.metrics) or a.metrics or "",
   })
-  local text, tr = common.ask(ctx, "profile", system, user, a.key .. "/profile", { temperature = 0.2 })
+  local text, tr = common.ask(ctx, "profile", system, user, a.key .. "/profile", { temperature = "agent_tool_temperature" })
   if not text then return { text = raw } end
   return { text = text, transcript = tr }
 end

@@ -43,7 +43,8 @@ end
 function M.run(ctx, a)
   local task = ctx.task
   if not task.sizes then return {} end
-  local max_dim, max_extra = a.max_dim or 4099, a.max_extra or 3
+  local max_dim = a.max_dim or common.setting(ctx, "agent_tests_max_dim")
+  local max_extra = a.max_extra or common.setting(ctx, "agent_tests_extra")
   local system, user = common.render(ctx, "tests", "tests", {
     symbols = table.concat(symbols_of(task), ", "),
     bench_sizes = encode_sizes({ task.sizes }),
@@ -51,7 +52,7 @@ function M.run(ctx, a)
     max_extra = max_extra,
     max_dim = max_dim,
   })
-  local text, tr = common.ask(ctx, "tests", system, user, a.key .. "/tests", { temperature = 0.2 })
+  local text, tr = common.ask(ctx, "tests", system, user, a.key .. "/tests", { temperature = "agent_tool_temperature" })
   if not text then return {}, tr end
   local body = text:match("```json%s*\n(.-)```") or text:match("(%[.*%])")
   local okj, decoded = pcall(cjson.decode, body or "")

@@ -11,9 +11,9 @@ function M.run(ctx, a)
   local system, user = common.render(ctx, "tune", "tune", {
     code = code, metrics = common.metrics_line(a.node),
   })
-  local text, tr = common.ask(ctx, "tune", system, user, a.key .. "/tune", { temperature = 0.2 })
+  local text, tr = common.ask(ctx, "tune", system, user, a.key .. "/tune", { temperature = "agent_tool_temperature" })
   if not text then return nil, tr end
-  local new = common.extract_code(text, common.vars(ctx, "tune").lang) or code
+  local new = common.extract_code(text, common.vars(ctx, "tune").lang, task.entry) or code
   return { code = new, files = { [task.candidate_file] = new }, transcript = tr }
 end
 

@@ -1158,4 +1158,71 @@ end
 
 M._internal = { formula = formula, case_list = case_list, classify = classify, sh_quote = sh_quote }
 
+-- ------------------------------------------------------------------ facts
+
+-- ISA extensions worth telling a kernel writer about, in /proc/cpuinfo spelling
+local ISA = { "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+  "avx512_bf16", "avx512_fp16", "amx_tile", "asimd", "sve" }
+
+local machine_facts
+-- The machine part of the facts, read once: CPU model, logical CPUs, ISA
+-- extensions and cache sizes (Linux /proc and /sys; "unknown" elsewhere).
+local function machine()
+  if machine_facts then return machine_facts end
+  local info = fs.read("/proc/cpuinfo") or ""
+  local model = info:match("model name%s*:%s*([^\n]+)") or info:match("Hardware%s*:%s*([^\n]+)") or "unknown"
+  local cpus = 0
+  for _ in info:gmatch("\nprocessor%s*:") do cpus = cpus + 1 end
+  if info:match("^processor%s*:") then cpus = cpus + 1 end
+  local flags = " " .. (info:match("\nflags%s*:%s*([^\n]+)") or info:match("\nFeatures%s*:%s*([^\n]+)") or "") .. " "
+  local isa = {}
+  for _, f in ipairs(ISA) do
+    if flags:find(" " .. f .. " ", 1, true) then isa[#isa + 1] = f end
+  end
+  local caches = {}
+  for i = 0, 7 do
+    local d = "/sys/devices/system/cpu/cpu0/cache/index" .. i
+    local size = fs.read(d .. "/size")
+    if not size then break end
+    local level, kind = (fs.read(d .. "/level") or "?"):match("%S+"), (fs.read(d .. "/type") or ""):match("%S+")
+    local name = "L" .. tostring(level) .. (kind == "Data" and "d" or kind == "Instruction" and "i" or "")
+    local shared = (fs.read(d .. "/shared_cpu_list") or ""):match("%S+")
+    local by = shared and shared:find("[,-]") and (" (shared by CPUs " .. shared .. ")") or ""
+    caches[#caches + 1] = name .. " " .. size:match("%S+") .. by
+  end
+  machine_facts = {
+    model = model, cpus = cpus > 0 and cpus or "unknown",
+    isa = #isa > 0 and table.concat(isa, " ") or "unknown",
+    caches = #caches > 0 and table.concat(caches, "; ") or "unknown",
+  }
+  return machine_facts
+end
+
+local function sizes_text(s)
+  local names = {}
+  for k in pairs(s or {}) do names[#names + 1] = k end
+  table.sort(names)
+  local parts = {}
+  for _, k in ipairs(names) do parts[#parts + 1] = k .. "=" .. tostring(math.tointeger(s[k]) or s[k]) end
+  return "{" .. table.concat(parts, ", ") .. "}"
+end
+
+--- Facts for the prompts ({label, value} list): the CPU, its ISA
+--- extensions and caches, and the task's benchmark and test sizes.
+---@param task table
+---@return table
+function M.facts(task, _)
+  local m = machine()
+  local tests = {}
+  for _, s in ipairs(task.test_sizes or {}) do tests[#tests + 1] = sizes_text(s) end
+  return {
+    { "CPU", m.model },
+    { "logical CPUs", m.cpus },
+    { "ISA extensions (-march=native enables them)", m.isa },
+    { "caches (per core unless shared)", m.caches },
+    { "benchmark size (timed)", sizes_text(task.sizes) },
+    { "test sizes (correctness)", #tests > 0 and table.concat(tests, " ") or "the benchmark size" },
+  }
+end
+
 return M

@@ -504,6 +504,19 @@ def load_arrays(path, meta, for_compare=False):
         return [decode_array(z["a%d" % i], m["dtype"], for_compare) for i, m in enumerate(meta)]
 
 
+def case_shapes(tests_dir, cid):
+    """', inputs (5, 7) float32, (7,) float32' for a failing case's message:
+    the model repairing a kernel needs the shapes, not only the case id."""
+    try:
+        with open(os.path.join(tests_dir, "inputs", cid + ".json")) as f:
+            meta = json.load(f)
+        parts = ["(%s) %s" % (", ".join(str(d) for d in m["shape"]) + ("," if len(m["shape"]) == 1 else ""),
+                              m.get("dtype", "")) for m in meta.get("inputs", [])]
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    return ", inputs " + ", ".join(p.strip() for p in parts) if parts else ""
+
+
 def compare_outputs(got, want, atol, rtol, max_report=5):
     """Compare lists of numpy arrays. Returns {"ok", "reason", "message",
     "max_abs_err", "max_rel_err", "mismatches"}. An element passes when
@@ -608,7 +621,8 @@ def check_outputs(tests_dir, outputs_dir, cases, atol, rtol, calls=("first", "re
         if not results[-1]["ok"]:
             r = results[-1]
             verdict = {"status": "incorrect", "correct": False,
-                       "message": "case %s (%s call): %s" % (cid, r["call"], r["message"]), "reason": r["reason"]}
+                       "message": "case %s (%s call%s): %s" % (cid, r["call"], case_shapes(tests_dir, cid), r["message"]),
+                       "reason": r["reason"]}
             break
     verdict["cases"] = results
     return verdict

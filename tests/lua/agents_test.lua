@@ -86,12 +86,12 @@ t.test("prompts carry knowledge-base passages for the target, and the node recor
   t.ok(not user_prompt(c2.requests[1]):find("knowledge base", 1, true), "kb=false removes the passages")
 end)
 
-t.test("implement extracts the last fenced C block; no block gives nil code", function()
-  local c = recorder("text\n```c\nint a;\n```\nmore\n```c\nvoid kernel() {}\n```\n")
+t.test("implement extracts the fenced C block defining the entry; no block gives nil code", function()
+  local c = recorder("text\n```c\nvoid kernel() {}\n```\nmore\n```c\nint a; /* a usage example */\n```\n")
   local ctx, parent = ctx_with(c)
   local r = ctx.agents.implement { plan = "PLAN-TEXT", parent = parent, key = "k" }
-  t.eq(r.code, "void kernel() {}")
-  t.eq(r.files["kernel.c"], "void kernel() {}")
+  t.eq(r.code, "void kernel() {}\n")
+  t.eq(r.files["kernel.c"], "void kernel() {}\n")
   t.contains(user_prompt(c.requests[1]), "PLAN-TEXT")
   t.contains(user_prompt(c.requests[1]), "Implement the plan")
   local c2 = recorder("I cannot do that.")
@@ -121,7 +121,7 @@ t.test("fix prompt holds the failing code, its status, the error text and the at
       error = "kernel.c:3: error: expected ';'" }
   end)
   local r = ctx.agents.fix { node = bad, attempt = 2, max_attempts = 6, key = "k" }
-  t.eq(r.code, "fixed")
+  t.eq(r.code, "fixed\n")
   local p = user_prompt(c.requests[1])
   t.contains(p, "BROKEN-CODE"); t.contains(p, "compile_error"); t.contains(p, "expected ';'")
   t.contains(p, "attempt 2 of 6")
@@ -168,8 +168,8 @@ t.test("every prompt file renders without unknown placeholders for both targets"
 end)
 
 t.test("extract_code accepts python blocks for the pallas target", function()
-  t.eq(common.extract_code("```python\nimport jax\n```", "python"), "import jax")
-  t.eq(common.extract_code("```py\nx = 1\n```", "python"), "x = 1")
+  t.eq(common.extract_code("```python\nimport jax\n```", "python"), "import jax\n")
+  t.eq(common.extract_code("```py\nx = 1\n```", "python"), "x = 1\n")
   t.eq(common.extract_code("no code", "c"), nil)
 end)
 
@@ -185,6 +185,209 @@ t.test("a terminal model error (bad key) stops the run with a clear message", fu
   local r, e = ctx2.agents.plan { parent = parent2, key = "k" }
   t.eq(r, nil)
   t.eq(e.kind, "server")
+end)
+
+-- a failed candidate and a chain of fix attempts under it
+local function failed_chain(ctx, parent, errors)
+  local prev = ctx:step("bad", function()
+    return { parents = { parent.id }, kind = "implement", status = "compile_error", plan = "PLAN-OF-CANDIDATE\nsteps",
+      files = { ["kernel.c"] = "BROKEN-CODE" }, error = errors[1] }
+  end)
+  for i = 2, #errors do
+    local p = prev
+    prev = ctx:step("fix" .. i, function()
+      return { parents = { p.id }, kind = "fix", status = "compile_error", plan = p.plan,
+        files = { ["kernel.c"] = "BROKEN-CODE-" .. i }, error = errors[i], meta = { changed = "CHANGE-" .. i } }
+    end)
+  end
+  return prev
+end
+
+t.test("a C fix prompt holds the plan, the reference, the sizes, the rules and the earlier attempts", function()
+  local c = recorder("Changed: added the missing semicolon\n```c\nvoid kernel(float *o) { o[0] = 1; }\n```\n")
+  local ctx, parent = ctx_with(c)
+  local bad = failed_chain(ctx, parent, { "kernel.c:3:1: error: expected ';' before '}'",
+    "kernel.c:9:2: error: 'acc' undeclared" })
+  local r = ctx.agents.fix { node = bad, attempt = 2, max_attempts = 6, key = "k" }
+  t.eq(r.changed, "added the missing semicolon")
+  local p, sys = user_prompt(c.requests[1]), c.requests[1].system
+  t.contains(p, "## Plan the kernel implements\nPLAN-OF-CANDIDATE")
+  t.contains(p, "Reference rmsnorm")
+  t.contains(p, task.description)
+  t.contains(p, "no file or network I/O") -- the target's rules
+  t.contains(p, "## Earlier attempts at this kernel")
+  t.contains(p, "1. the first version (implement) -> compile_error:\nkernel.c:3:1: error: expected ';'")
+  t.contains(p, "'acc' undeclared")
+  t.contains(p, "Changed: <what you changed")
+  t.ok(not p:find("change approach", 1, true), "two different errors: no change of approach asked")
+  t.contains(sys, "benchmark size (timed): {cols=2048, rows=256}")
+  t.contains(sys, "test sizes (correctness): {cols=129, rows=37}")
+  t.contains(sys, "logical CPUs: ")
+  t.eq(c.requests[1].temperature, 0.4)
+end)
+
+t.test("after the same error twice fix is told to change approach and samples hotter", function()
+  local c = recorder("```c\nvoid kernel(float *o) { o[0] = 1; }\n```\n")
+  local ctx, parent = ctx_with(c)
+  local bad = failed_chain(ctx, parent, { "kernel.c:3:1: error: expected ';' before '}'",
+    "kernel.c:7:5: error: expected ';' before '}'" })
+  ctx.agents.fix { node = bad, attempt = 2, max_attempts = 6, key = "k" }
+  t.contains(user_prompt(c.requests[1]), "failed with the same error (compile_error)")
+  t.contains(user_prompt(c.requests[1]), "2. CHANGE-2 -> compile_error:\n(the kernel and the error above)")
+  t.eq(c.requests[1].temperature, 0.7)
+end)
+
+t.test("plan remembers the plans tried, the parent's plan, its tuned configuration and its raw profile", function()
+  local c = recorder("T\nx")
+  local ctx, parent = ctx_with(c)
+  local tuned = ctx:step("tuned", function()
+    return { parents = { parent.id }, kind = "tune", status = "ok", plan = "PARENT-PLAN-TITLE\ndetails",
+      files = { ["kernel.c"] = "void kernel(void) {}" }, metrics = { latency_s = 0.0005, speedup = 4 },
+      meta = { profile = "RAW-PROFILE 12 GB/s", tune = { params = { BM = 64, UNROLL = 4 },
+        tried = { {}, {}, {} } } } }
+  end)
+  ctx.agents.plan { parent = tuned, key = "k", error = "E" .. string.rep("x", 5000) .. "MOSAIC-CAUSE-AT-END",
+    tried = { { plan = "# Vectorise rows\nmore", outcome = "ok, 1.50x the baseline" },
+      { plan = "Block columns", outcome = "compile_error: kernel.c:1: error" } } }
+  local p = user_prompt(c.requests[1])
+  t.contains(p, "## The plan the current kernel implements\nPARENT-PLAN-TITLE")
+  t.contains(p, "BM=64, UNROLL=4 (best of 3 configurations tried)")
+  t.contains(p, "## Profile of the current kernel\nRAW-PROFILE 12 GB/s")
+  t.contains(p, "1. Vectorise rows -> ok, 1.50x the baseline")
+  t.contains(p, "2. Block columns -> compile_error: kernel.c:1: error")
+  t.contains(p, "MOSAIC-CAUSE-AT-END") -- errors keep their tail
+  t.contains(p, "characters cut")
+end)
+
+t.test("agent settings come from the run options: tokens, temperature, thinking budget", function()
+  local c = recorder("T\nx")
+  local ctx, parent = ctx_with(c, { agent_max_tokens = 1000, agent_temperature = 0.9, agent_thinking_budget = 500,
+    agent_thinking_effort = "high" })
+  ctx.agents.plan { parent = parent, key = "k" }
+  local req = c.requests[1]
+  t.eq(req.max_tokens, 1500) -- the thinking budget counts against the output limit
+  t.eq(req.temperature, 0.9)
+  t.same(req.thinking, { budget_tokens = 500, effort = "high" })
+  local c2 = recorder("T\nx")
+  local ctx2, parent2 = ctx_with(c2)
+  ctx2.agents.plan { parent = parent2, key = "k" }
+  t.eq(c2.requests[1].max_tokens, common.DEFAULTS.agent_max_tokens)
+  t.eq(c2.requests[1].thinking, nil)
+end)
+
+t.test("by default Gemini gets a bounded thinking budget and room for it; OpenAI and Anthropic none", function()
+  for provider, want in pairs { gemini = 8192, openai = false, anthropic = false } do
+    local c = recorder("T\nx")
+    c.provider = provider
+    local ctx, parent = ctx_with(c)
+    ctx.agents.plan { parent = parent, key = "k" }
+    local req = c.requests[1]
+    if want then
+      t.same(req.thinking, { budget_tokens = want }, provider)
+      t.eq(req.max_tokens, common.DEFAULTS.agent_max_tokens + want, provider)
+    else
+      t.eq(req.thinking, nil, provider)
+      t.eq(req.max_tokens, common.DEFAULTS.agent_max_tokens, provider)
+    end
+  end
+end)
+
+t.test("a reply cut by the token limit is asked again once with more room", function()
+  local n = 0
+  local c = recorder("unused")
+  function c:chat(req)
+    self.requests[#self.requests + 1] = req
+    n = n + 1
+    local cut = n == 1
+    return { text = cut and "```c\nvoid kernel(float *o) {" or "```c\nvoid kernel(float *o) { o[0] = 1; }\n```",
+      finish_reason = cut and "length" or "stop", usage = { input_tokens = 1, output_tokens = 1 } }
+  end
+  local ctx = ctx_with(c)
+  local r = ctx.agents.implement { plan = "P", key = "k" }
+  t.eq(#c.requests, 2)
+  t.eq(c.requests[2].max_tokens, 2 * c.requests[1].max_tokens)
+  t.eq(c.requests[2].meta.key, "k/implement/longer")
+  t.eq(r.code, "void kernel(float *o) { o[0] = 1; }\n")
+  t.eq(r.transcript.retried_longer, true)
+end)
+
+t.test("clip keeps the head and the tail of a long error", function()
+  local s = "HEAD" .. string.rep("-", 10000) .. "TAIL"
+  local c = template.clip(s, 300)
+  t.ok(#c < 400, #c)
+  t.eq(c:sub(1, 4), "HEAD")
+  t.eq(c:sub(-4), "TAIL")
+  t.eq(template.clip("short", 300), "short")
+end)
+
+t.test("pallas facts name the device, versions and the chip's figures with their source", function()
+  local pallas = targets.get("pallas")
+  local f = {}
+  for _, kv in ipairs(pallas.facts({ config = { m = 512, n = 256 }, test_configs = { { m = 8, n = 128 } } },
+    { device = { platform = "tpu", device_kind = "TPU v6 lite", jax_version = "0.7.1" } })) do f[kv[1]] = kv[2] end
+  t.eq(f.device, "TPU v6 lite (platform tpu)")
+  t.eq(f["JAX version"], "0.7.1")
+  t.eq(f["jaxlib version"], "unknown")
+  t.contains(f["TPU v6e VMEM"], "128 MiB")
+  t.contains(f["TPU v6e VMEM"], "source: ")
+  t.contains(f["TPU v6e MXU"], "256 x 256")
+  t.eq(f["benchmark configuration (CONFIG)"], "{m=512, n=256}")
+  local g = {}
+  for _, kv in ipairs(pallas.facts({}, {})) do g[kv[1]] = kv[2] end
+  t.eq(g.device, "unknown")
+  t.eq(g["JAX version"], "unknown")
+  local h = {}
+  for _, kv in ipairs(pallas.facts({}, { device = { device_kind = "TPU v9 future" } })) do h[kv[1]] = kv[2] end
+  t.contains(h["chip figures"], "not in the table")
+end)
+
+t.test("the pallas implement prompt carries the skeleton, the plan and tune prompts their templates", function()
+  local p = targets.persona("pallas")
+  local vars = setmetatable({ skeleton = p.skeleton, plan_template = p.plan_template, tune_notes = p.tune_notes,
+    lang = "python" }, { __index = function() return "x" end })
+  local impl = template.render(common.prompt("implement"), vars)
+  for _, s in ipairs { "pl.cdiv", "BlockSpec", "scratch_shapes", "dimension_semantics", "pl.when",
+    "broadcasted_iota" } do t.contains(impl, s) end
+  local plan = template.render(common.prompt("plan"), vars)
+  for _, s in ipairs { "grid", "BlockSpec", "memory space", "VMEM use per step" } do t.contains(plan, s) end
+  local tune = template.render(common.prompt("tune"), vars)
+  t.contains(tune, "module global")
+  t.contains(tune, "default argument")
+  t.contains(tune, "(8, 128)")
+end)
+
+t.test("repair: no code goes back to implement, a fix without code to fix, rejected is repaired", function()
+  local c = recorder("Changed: x\n```c\nvoid kernel(float *o) { o[0] = 1; }\n```\n")
+  local ctx, parent = ctx_with(c)
+  local noc = ctx:step("noc", function()
+    return { parents = { parent.id }, kind = "implement", status = "compile_error", plan = "PLAN-X",
+      files = { ["reply.txt"] = "no code" }, error = "no code", meta = { no_code = true } }
+  end)
+  local n = ctx:repair(noc, "r1", { max_fix = 2 })
+  t.eq(c.requests[1].meta.agent, "implement")
+  t.contains(user_prompt(c.requests[1]), "PLAN-X")
+  t.contains(user_prompt(c.requests[1]), "PARENT-CODE")
+  t.eq(n.kind, "fix"); t.eq(n.status, "ok"); t.eq(n.parents[1], noc.id)
+  t.contains(n.meta.changed, "implementer was asked again")
+
+  local bad = failed_chain(ctx, parent, { "kernel.c:1:1: error: boom" })
+  local fixnoc = ctx:step("fixnoc", function()
+    return { parents = { bad.id }, kind = "fix", status = "compile_error", plan = bad.plan,
+      files = { ["reply.txt"] = "no code" }, error = "no code", meta = { no_code = true } }
+  end)
+  ctx:repair(fixnoc, "r2", { max_fix = 2 })
+  t.eq(c.requests[2].meta.agent, "fix")
+  t.contains(user_prompt(c.requests[2]), "BROKEN-CODE")
+
+  local rej = ctx:step("rej", function()
+    return { parents = { parent.id }, kind = "implement", status = "rejected", plan = "P",
+      files = { ["kernel.c"] = "REJECTED-CODE" }, error = "the kernel called fopen" }
+  end)
+  local fixed = ctx:repair(rej, "r3", { max_fix = 2 })
+  t.eq(c.requests[3].meta.agent, "fix")
+  t.contains(user_prompt(c.requests[3]), "the kernel called fopen")
+  t.eq(fixed.status, "ok")
+  t.eq(fixed.meta.changed, "x")
 end)
 
 return t.run()

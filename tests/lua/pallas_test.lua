@@ -195,6 +195,7 @@ t.test("freeze, compile, test, bench, profile, baseline end to end (real JAX)", 
   t.eq(r.status, "incorrect")
   t.eq(r.correct, false)
   t.contains(r.message, "outside atol")
+  t.matches(r.message, "inputs %(%d+, %d+%) float32, %(%d+,%) float32") -- the failing case's shapes
   local wb = pallas.bench(task, wrong, { tests_dir = tests, iters = 3, warmup = 1 })
   t.eq(wb.status, "incorrect", "the timed runs' output is checked")
   t.contains(wb.message, "timed runs")

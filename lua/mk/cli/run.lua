@@ -5,7 +5,8 @@ local M = {
   summary = "run a search strategy on a task (writes a run directory)",
   usage = "usage: mkengine run STRATEGY TASK [--model SPEC] [--set KEY=VALUE]... [--seed N] [--run-dir DIR]\n"
     .. "                    [--budget tokens=N,usd=X,device_s=S,wall_s=S] [--jobs N] [--llm-config FILE]\n"
-    .. "                    [--llm-cache rw|ro|off] [--timeout S] [--workers FILE] [--kb-learn] [--quiet] [--json] [--debug]",
+    .. "                    [--llm-cache rw|ro|off] [--timeout S] [--workers FILE] [--kb-learn] [--dump-prompts DIR]\n"
+    .. "                    [--quiet] [--json] [--debug]",
   help = [[
 STRATEGY  a name in lua/strategies (auto, zeroshot, parallel, beam, evolve, greedy, hitl)
           or a path to your own strategy file
@@ -13,7 +14,8 @@ TASK      a task directory (examples/tasks/c/rmsnorm, a JAXBench or MaxKernel ta
 
 --model SPEC        openai:MODEL, gemini:MODEL, anthropic:MODEL, exec:COMMAND, or
                     scripted (the offline scripted test model)
---set KEY=VALUE     strategy option (numbers, true/false, strings); repeatable
+--set KEY=VALUE     strategy option (numbers, true/false, strings), or an agent setting
+                    (agent_max_tokens, agent_temperature, ...: docs/api/agents.md); repeatable
 --seed N            seed of every random choice (default 1)
 --budget ...        stop expanding once any limit is spent
 --run-dir DIR       where to write the run (default runs/<time>-<strategy>-<task>/)
@@ -22,6 +24,7 @@ TASK      a task directory (examples/tasks/c/rmsnorm, a JAXBench or MaxKernel ta
 --workers FILE      evaluate on the workers FILE.lua names (local, ssh, slurm;
                     see docs/workers.md)
 --kb-learn          append what worked and failed to kb/learned/ at the end
+--dump-prompts DIR  write every model request (system and user prompt) to DIR/NNNN-<agent>.txt
 --quiet / --json    no progress line / events as JSON lines on stdout
 --debug             a strategy error shows the full traceback (engine frames too)
 
@@ -53,7 +56,7 @@ function M.parse(args, usage, extra_flags, extra_options)
 end
 
 function M.run(args)
-  local o, pos = M.parse(args, M.usage)
+  local o, pos = M.parse(args, M.usage, nil, { dump_prompts = "string" })
   if #pos ~= 2 then cli.usage_error("expected STRATEGY and TASK", M.usage) end
   o.strategy, o.task = pos[1], pos[2]
   o.agents = require "agents"

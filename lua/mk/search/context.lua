@@ -12,6 +12,8 @@ local task_lib = require "mk.services.task"
 local infra = require "mk.search.infra"
 local rng_lib = require "mk.services.rng"
 local targets = require "mk.search.targets"
+local template = require "mk.services.template"
+local fs = require "mk.fs"
 
 --- What a strategy's `run(ctx)` receives (docs/strategies.md); for editors.
 ---@class mk.ctx
@@ -42,7 +44,7 @@ local OPTIONS = {
   repair = { "max_fix", "feedback", "made" },
   evaluate = { "tune", "profile", "tune_budget" },
   evaluated = { "plan", "direction", "transcripts", "feedback", "tune", "key" },
-  plan = { "parent", "feedback", "error", "direction", "key" },
+  plan = { "parent", "feedback", "error", "direction", "tried", "key" },
   implement = { "plan", "parent", "second", "key" },
   fix = { "node", "attempt", "max_attempts", "key" },
   tune = { "node", "key" },
@@ -73,7 +75,7 @@ M.OPTIONS = OPTIONS
 -- Fields a ctx may lack (nil) that engine code reads; any other missing
 -- name close to a member is a misspelling.
 local OPTIONAL = { budget = true, run = true, log_fn = true, started = true, stopped = true, on_node = true, prior = true,
-  eval = true, llm = true }
+  eval = true, llm = true, dump_prompts = true, dumped = true }
 local MEMBERS = { "task", "graph", "run", "eval", "llm", "opts", "seed", "budget", "tasks", "agents", "better",
   "device_s", "evaluations", "usage" }
 
@@ -126,15 +128,17 @@ local TERMINAL = { auth = true, quota = true, bad_request = true, cache_miss = t
 --- Build a context. Fields of o: task, graph, run (rundir), eval, llm
 --- (client), opts (strategy options), seed, budget (may be nil),
 --- log (function(fmt, ...)), agents (the sub-agents: a table with a
---- module for each of M.AGENTS, as `require "agents"` returns; handed in,
---- never required here, so the search floor does not reach up), prior (what
---- earlier sessions of a resumed run spent, mk.search.ledger.read: counted
---- by spent() and so by the budget).
+--- module for each of M.AGENTS, as `require "agents"` returns, and
+--- optionally `defaults`, the agents' settings read by ctx:setting; handed
+--- in, never required here, so the search floor does not reach up), prior
+--- (what earlier sessions of a resumed run spent, mk.search.ledger.read:
+--- counted by spent() and so by the budget), dump_prompts (a directory:
+--- every model request is written there).
 ---@return mk.ctx
 function M.new(o)
   local ctx = setmetatable({
     task = o.task, graph = o.graph, run = o.run, eval = o.eval, llm = o.llm,
-    opts = o.opts or {}, seed = o.seed or 0, budget = o.budget, prior = o.prior,
+    opts = o.opts or {}, seed = o.seed or 0, budget = o.budget, prior = o.prior, dump_prompts = o.dump_prompts,
     log_fn = o.log, tasks = task_lib,
     device_s = 0, evaluations = 0, usage = { input_tokens = 0, output_tokens = 0, usd = 0, llm_s = 0, calls = 0 },
     _acc = setmetatable({}, { __mode = "k" }),
@@ -143,6 +147,7 @@ function M.new(o)
   local mods = o.agents
   if type(mods) ~= "table" then error("context.new: agents must be the table of sub-agents (require \"agents\")", 2) end
   ctx.agents = {}
+  ctx.defaults = type(mods.defaults) == "table" and mods.defaults or {}
   for _, name in ipairs(M.AGENTS) do
     local mod = mods[name]
     if type(mod) ~= "table" or type(mod.run) ~= "function" then
@@ -155,6 +160,27 @@ function M.new(o)
     end
   end
   return ctx
+end
+
+--- A setting of the run: the strategy option `name`, else the agents'
+--- default (e.g. agent_error_chars), else nil.
+function Ctx:setting(name)
+  local v = self.opts[name]
+  if v == nil then v = self.defaults[name] end
+  return v
+end
+
+-- Write one request to the --dump-prompts directory: NNNN-<agent>.txt with
+-- the step key, the settings and the system and user prompts.
+local function dump(self, req)
+  self.dumped = (self.dumped or 0) + 1
+  local parts = { string.format("key: %s\nagent: %s\nmax_tokens: %s\ntemperature: %s\n\n=== system\n%s\n",
+    req.key, req.agent, tostring(req.max_tokens), tostring(req.temperature), req.system or "") }
+  for _, m in ipairs(req.messages) do parts[#parts + 1] = "\n=== " .. m.role .. "\n" .. tostring(m.content) .. "\n" end
+  fs.mkdirs(self.dump_prompts)
+  local ok, err = fs.write(string.format("%s/%04d-%s.txt", self.dump_prompts, self.dumped, req.agent or "chat"),
+    table.concat(parts))
+  if not ok then error("--dump-prompts: cannot write in " .. self.dump_prompts .. ": " .. tostring(err and err.message or err), 0) end
 end
 
 --- Log a line (shown unless --quiet) and record it in the event log.
@@ -223,8 +249,10 @@ function Ctx:chat(req)
   local spent, why = self:exhausted()
   if spent then return nil, { kind = "budget", message = "budget spent: " .. tostring(why) } end
   local h = rng_lib.hash(tostring(self.seed) .. "\0" .. req.key)
+  if self.dump_prompts then dump(self, req) end
   local r, err = self.llm:chat {
     system = req.system, messages = req.messages, max_tokens = req.max_tokens, temperature = req.temperature,
+    thinking = req.thinking,
     sample = h & 0x7fffffff,
     meta = { agent = req.agent, key = req.key, seed = h, task_dir = self.task.dir, task_name = self.task.name },
   }
@@ -437,12 +465,6 @@ function M.check_result(ctx, ret, path)
     { __tostring = function(e) return e.message end }), 0)
 end
 
-local function trim(s, n)
-  s = tostring(s or "")
-  if #s > n then return s:sub(1, n) .. "\n[... truncated]" end
-  return s
-end
-
 --- Evaluate what an agent produced and turn it into a node spec.
 --- kind: "implement" | "fix" | "tune" | ...; parents: list of nodes;
 --- out: the agent's result ({files, code, transcript, knowledge});
@@ -453,9 +475,11 @@ function Ctx:evaluated(kind, parents, out, extra)
   for i, p in ipairs(parents) do parent_ids[i] = p.id end
   local transcripts = extra.transcripts or {}
   if out.transcript then transcripts[#transcripts + 1] = out.transcript end
-  local meta = { direction = extra.direction, knowledge = out.knowledge, transcript = transcripts }
+  local meta = { direction = extra.direction, knowledge = out.knowledge, transcript = transcripts,
+    changed = out.changed }
   local files, res
   if not out.code then
+    meta.no_code = true -- repaired from the nearest ancestor with code (see Ctx:_repair_step)
     files = { ["reply.txt"] = out.transcript and out.transcript.reply or "" }
     res = { status = "compile_error", correct = false,
       message = "the model's reply contained no fenced code block with the complete file" }
@@ -477,7 +501,7 @@ function Ctx:evaluated(kind, parents, out, extra)
   return {
     parents = parent_ids, kind = kind, files = files, plan = extra.plan, status = res.status,
     -- the error a failed candidate got: error.txt in its commit, shown by `mkengine show RUN NODE`
-    error = res.status ~= "ok" and trim(res.message, 8000) or nil,
+    error = res.status ~= "ok" and self:_error_text(res.message) or nil,
     metrics = { latency_s = res.latency_s, speedup = res.speedup, baseline_latency_s = res.baseline_latency_s,
       correct = res.correct, spread = res.spread, timing_kind = res.timing_kind, gflops = res.profile and res.profile.gflops,
       gbps = res.profile and res.profile.gbps,
@@ -489,31 +513,68 @@ function Ctx:evaluated(kind, parents, out, extra)
   }
 end
 
+-- A failed candidate's error as kept with its node: cut to the
+-- agent_error_chars setting, head and tail (no setting: kept whole).
+function Ctx:_error_text(msg)
+  local n = self:setting("agent_error_chars")
+  return n and template.clip(msg, n) or tostring(msg or "")
+end
+
 local function faster(a, b)
   return a and a.status == "ok" and a.metrics.latency_s and
       (not b or not b.metrics.latency_s or a.metrics.latency_s < b.metrics.latency_s)
 end
 
---- The fix loop: while `n` does not compile, ask the fix agent (up to
---- o.max_fix attempts, each attempt a node, child of the previous one).
---- Returns the last node. o: {max_fix, feedback, made = list to append to}.
+-- Statuses the fix loop repairs; a wrong answer (incorrect) goes back to planning.
+M.REPAIRABLE = { compile_error = true, rejected = true, crash = true }
+
+-- One repair attempt of `prev` under step key FK. A reply that had no code
+-- is repaired from the nearest ancestor with code: a failed candidate goes
+-- to fix, the node the implementer started from goes back to implement with
+-- the same plan. Either way the node is a "fix" node, child of `prev`.
+function Ctx:_repair_step(prev, FK, attempt, max_fix, o)
+  local src = prev
+  while src.meta and src.meta.no_code and src.parents[1] do src = self.graph:get(src.parents[1]) end
+  return self:step(FK, function()
+    if src ~= prev and not M.REPAIRABLE[src.status] then
+      local impl, ierr = self.agents.implement { plan = prev.plan, parent = src, key = FK }
+      if not impl then return nil, ierr end
+      local spec = self:evaluated("fix", { prev }, impl, { plan = prev.plan, feedback = o.feedback, key = FK })
+      spec.meta.changed = "(the reply before had no code: the implementer was asked again)"
+      return spec
+    end
+    local fx, ferr = self.agents.fix { node = src, attempt = attempt, max_attempts = max_fix, key = FK }
+    if not fx then return nil, ferr end
+    return self:evaluated("fix", { prev }, fx, { plan = prev.plan, feedback = o.feedback, key = FK })
+  end)
+end
+
+--- The fix loop: while `n` did not compile, was rejected or crashed (see
+--- M.REPAIRABLE), ask the fix agent (up to o.max_fix attempts, each
+--- attempt a node, child of the previous one). Returns the last node.
+--- o: {max_fix, feedback, made = list to append to}.
 function Ctx:repair(n, key, o)
   o = check_options("ctx:repair", o, 2)
   local max_fix = o.max_fix or self.opts.max_fix or 6
   local attempt = 0
-  while n.status == "compile_error" and attempt < max_fix do
+  while M.REPAIRABLE[n.status] and attempt < max_fix do
     attempt = attempt + 1
-    local prev, FK = n, key .. "/fix" .. attempt
-    local fixed = self:step(FK, function()
-      local fx, ferr = self.agents.fix { node = prev, attempt = attempt, max_attempts = max_fix, key = FK }
-      if not fx then return nil, ferr end
-      return self:evaluated("fix", { prev }, fx, { plan = prev.plan, feedback = o.feedback, key = FK })
-    end)
+    local fixed = self:_repair_step(n, key .. "/fix" .. attempt, attempt, max_fix, o)
     if not fixed then break end
     n = fixed
     if o.made then o.made[#o.made + 1] = n end
   end
   return n
+end
+
+--- How a plan ended, in one line: "ok, 1.83x the baseline" or
+--- "compile_error: <first line of the error>".
+function M.outcome(n)
+  if n.status == "ok" then
+    return string.format("ok, %.2fx the baseline", n.metrics and n.metrics.speedup or 0)
+  end
+  local first = tostring(n.error or ""):match("[^\n]*%S[^\n]*") or ""
+  return n.status .. ": " .. first:sub(1, 200)
 end
 
 --- One Auto trajectory from `start`: plan → implement → compile (fix loop)
@@ -538,12 +599,13 @@ function Ctx:auto(start, o)
   calls[base] = (calls[base] or 0) + 1
   if calls[base] > 1 then base = base .. "#" .. calls[base] end
   local current, err_feedback = start, nil
-  local made = {}
+  local made, tried = {}, {} -- tried: {plan, outcome} per iteration, the planner's memory
   for it = 1, iters do
     if self:exhausted() then break end
     local K = base .. "/i" .. it
     local n = self:step(K .. "/impl", function()
-      local plan, perr = self.agents.plan { parent = current, direction = o.direction, error = err_feedback, key = K }
+      local plan, perr = self.agents.plan { parent = current, direction = o.direction, error = err_feedback,
+        tried = tried, key = K }
       if not plan then return nil, perr end
       local impl, ierr = self.agents.implement { plan = plan.text, parent = current, key = K }
       if not impl then return nil, ierr end
@@ -566,10 +628,11 @@ function Ctx:auto(start, o)
         if tuned.status == "ok" and not faster(n, tuned) then n = tuned end -- tuned and not slower
       end
     end
+    tried[#tried + 1] = { plan = n.plan, outcome = M.outcome(n) }
     if n.status == "ok" then
       current, err_feedback = n, nil
     else
-      err_feedback = n.status .. ": " .. trim(n.error or "", 3000)
+      err_feedback = n.status .. ": " .. (n.error or "")
     end
   end
   -- only nodes made by this trajectory count; chosen at the end, since a

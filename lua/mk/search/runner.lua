@@ -70,8 +70,11 @@ function runner.coerce(v)
 end
 
 --- Strategy options: defaults overridden by `set`; unknown keys are an
---- input error (a typo must not be silently ignored).
-function runner.options(strategy, set, path)
+--- input error (a typo must not be silently ignored). `settings` are the
+--- agents' defaults (agent_max_tokens, ...): known keys too, typed by
+--- their default.
+function runner.options(strategy, set, path, settings)
+  settings = settings or {}
   local opts = {}
   for k, v in pairs(strategy.defaults) do opts[k] = v end
   local known = {}
@@ -81,12 +84,13 @@ function runner.options(strategy, set, path)
   local common = { kb = true, kb_k = true, kb_chars = true, max_tokens = true, temperature = true,
     tests_agent = true, iters = true, max_fix = true, tune = true }
   for k, v in pairs(set or {}) do
-    if strategy.defaults[k] == nil and not common[k] then
+    if strategy.defaults[k] == nil and not common[k] and settings[k] == nil then
       input_error(string.format("unknown option '%s' for strategy %s (its options: %s)", k, path,
         table.concat(known, ", ")))
     end
     v = runner.coerce(v)
     local want = strategy.defaults[k]
+    if want == nil then want = settings[k] end
     if want ~= nil and type(want) ~= type(v) then
       input_error(string.format("option '%s' must be a %s, got '%s'", k, type(want), tostring(v)))
     end
@@ -191,7 +195,7 @@ local function execute(o, run, info, resumed)
   local task, terr = targets.load_task(info.task_dir)
   if not task then input_error("bad task " .. tostring(info.task_dir) .. ": " .. tostring(terr and terr.message or terr)) end
   local strategy, spath = runner.load_strategy(info.strategy)
-  local opts = runner.options(strategy, info.set, spath)
+  local opts = runner.options(strategy, info.set, spath, o.agents and o.agents.defaults)
   -- real models cache by default (a re-run or resume replays completed calls
   -- for free); the scripted test model never needs a cache
   local cache = info.llm_cache or (info.model ~= "scripted" and "rw" or "off")
@@ -234,6 +238,7 @@ local function execute(o, run, info, resumed)
     jobs = info.jobs, seed = info.seed, timeout = info.timeout, pool = run.pool })
   run.evaluator = ev -- closed by run/resume whatever happens (it owns temporary work directories)
   local ctx = context.new { task = task, graph = run.graph, run = run, eval = ev, llm = client, opts = opts, agents = o.agents,
+    dump_prompts = o.dump_prompts,
     seed = info.seed or 0, budget = budget, prior = prior, log = function(msg) note(msg) end }
   ctx.started = task_lib.now()
   run.spent = function() return ctx:spent() end -- recorded with each node event

@@ -154,6 +154,20 @@ end
 ---@return table
 function M.persona(name) return folder_file(name, "persona.lua", check_persona) end
 
+--- Facts about the hardware and the task that the target can state for
+--- prompts (core count, ISA, caches, device kind, versions, the benchmark
+--- and test shapes), as a list of {label, value}; `measured` holds what the
+--- engine measured ({device = the baseline's device info}). Empty when the
+--- target has no `facts(task, measured)` function.
+---@param task table
+---@param measured table|nil
+---@return table
+function M.facts(task, measured)
+  local mod = M.get(task.target)
+  if type(mod.facts) ~= "function" then return {} end
+  return mod.facts(task, measured or {}) or {}
+end
+
 --- The direction menu of target `name` (a list of strings; empty when the
 --- folder has no directions.lua).
 ---@param name string

@@ -43,4 +43,18 @@ function template.load(path)
   return cache[path]
 end
 
+--- Cut a long text (an error, a profile) to about n characters for a
+--- prompt, keeping its head AND its tail: compilers put the first error at
+--- the top, Mosaic and Python tracebacks put the real cause at the end.
+---@param s any
+---@param n integer
+---@return string
+function template.clip(s, n)
+  s = tostring(s or "")
+  if #s <= n then return s end
+  local head = n * 2 // 3
+  local tail = n - head
+  return s:sub(1, head) .. string.format("\n[... %d characters cut ...]\n", #s - n) .. s:sub(#s - tail + 1)
+end
+
 return template
