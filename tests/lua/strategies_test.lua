@@ -282,6 +282,15 @@ t.test("an unknown strategy option is an input error naming the known ones", fun
   t.raises(function() runner.load_strategy("nosuch") end, "unknown strategy 'nosuch'")
 end)
 
+t.test("counts read back from JSON (1.0) are whole numbers; 2.5 and -1 are input errors", function()
+  local opts = strategy_opts("beam", { width = 2.0, iters = 1.0 })
+  t.eq(math.type(opts.width), "integer")
+  t.eq(opts.iters, 1)
+  t.eq(math.type(opts.iters), "integer")
+  t.raises(function() strategy_opts("beam", { width = 2.5 }) end, "whole number")
+  t.raises(function() strategy_opts("beam", { depth = -1 }) end, "whole number")
+end)
+
 -- The ctx contract: typos raise, trajectories never merge silently.
 
 t.test("an unknown option to ctx:auto or any ctx call raises listing the valid ones", function()

@@ -6,6 +6,7 @@
 --- candidate code never sees them.
 local fs = require "mk.fs"
 local proc = require "mk.proc"
+local sandbox = require "mk.services.sandbox"
 
 local M = { name = "shell" }
 
@@ -27,8 +28,9 @@ end
 local function harness(args, build, ro)
   local argv = { "sh", M.dir .. "/harness.sh" }
   for _, a in ipairs(args) do argv[#argv + 1] = a end
-  local sandbox = build and { workdir = build.workdir, ro = ro } or nil
-  return proc.run { argv = argv, timeout = 20, limits = { mem_mb = 512 }, sandbox = sandbox }
+  local box = build and { workdir = build.workdir, ro = ro } or nil
+  -- sandbox.apply turns the `sandbox` field into a bubblewrap command line
+  return proc.run(sandbox.apply { argv = argv, timeout = 20, limits = { mem_mb = 512 }, sandbox = box })
 end
 
 -- A result for a process that did not finish well, or nil.

@@ -61,7 +61,10 @@ function runner.load_strategy(name)
 end
 
 --- Coerce a --set value: numbers, booleans and strings.
+--- A float with an integral value (1.0: what a JSON round trip of a stored
+--- bench or sweep configuration gives back) becomes the integer 1.
 function runner.coerce(v)
+  if math.type(v) == "float" then return math.tointeger(v) or v end
   if type(v) ~= "string" then return v end
   if v == "true" then return true elseif v == "false" then return false end
   local n = math.tointeger(tonumber(v)) or tonumber(v)
