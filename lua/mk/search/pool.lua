@@ -396,6 +396,10 @@ function Pool:request(task, op, files, opts, eval_opts)
         self:_release(s)
         error(r, 0)
       end
+      if r.msg and not r.msg.ok and (r.msg.error or {}).kind == "cancelled" then
+        -- the worker cut the work short (it is stopping): not a verdict
+        r = { lost = "the worker cancelled the evaluation: " .. tostring(r.msg.error.message) }
+      end
       if r.msg then
         self:_release(s)
         local msg = r.msg
