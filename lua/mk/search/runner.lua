@@ -202,7 +202,7 @@ local function execute(o, run, info, resumed)
   -- real models cache by default (a re-run or resume replays completed calls
   -- for free); the scripted test model never needs a cache
   local cache = info.llm_cache or (info.model ~= "scripted" and "rw" or "off")
-  local client, llm = make_client(info.model, info.llm_config, cache)
+  local client = make_client(info.model, info.llm_config, cache)
 
   local progress = require("mk.services.progress").new { quiet = o.quiet, json = o.json, label = info.strategy .. " " .. task.name }
   local function note(msg) progress:note(msg) end
@@ -224,10 +224,13 @@ local function execute(o, run, info, resumed)
       progress:event(e)
     end
   end
-  llm.set_ledger(function(rec)
+  -- this run's calls only (a bench runs several runs in one process)
+  local calls = 0
+  client.ledger = function(rec)
+    calls = calls + 1
     rec.type = "llm"
     run:event(rec)
-  end)
+  end
   note(string.format("mkengine: %s on %s with %s%s -> %s", info.strategy, task.name, client.label or info.model,
     resumed and " (resumed)" or "", run.dir))
 
@@ -312,7 +315,6 @@ local function execute(o, run, info, resumed)
   local best = heldout_best(ctx, err)
   if best then run:refresh_best(best) end
   local spent = ctx:spent()
-  local totals = llm.totals and llm.totals() or {}
   local status = best and "done" or "no_correct_kernel"
   local compiled = 0
   for _, n in ipairs(run.graph:nodes()) do
@@ -323,7 +325,7 @@ local function execute(o, run, info, resumed)
     best = summarize_node(best) or require("cjson").null,
     model = info.model, model_label = client.label, seed = info.seed, options = opts,
     cost = { input_tokens = spent.input_tokens, output_tokens = spent.output_tokens, usd = spent.usd,
-      llm_s = spent.llm_s, device_s = spent.device_s, wall_s = spent.wall_s, calls = (totals.calls or 0) + prior.calls },
+      llm_s = spent.llm_s, device_s = spent.device_s, wall_s = spent.wall_s, calls = calls + prior.calls },
     budget_exhausted = select(2, ctx:exhausted()),
     resumed = resumed or nil,
   }

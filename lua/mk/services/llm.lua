@@ -74,7 +74,10 @@ function llm.reset_totals()
 end
 llm.reset_totals()
 
---- fn(record) is called once for every chat call (nil to stop).
+--- fn(record) is called once for every chat call (nil to stop) of a
+--- client without a ledger of its own (`client.ledger = fn`: a run's
+--- client, so concurrent runs in one process, as in a bench, each log only
+--- their own calls).
 ---@param fn function|nil
 function llm.set_ledger(fn)
   if fn ~= nil and type(fn) ~= "function" then error("llm.set_ledger: expected a function or nil", 2) end
@@ -105,8 +108,10 @@ local function record(client, req, r, err, attempts, latency)
   else
     totals.errors = totals.errors + 1
   end
-  if ledger_fn then
-    ledger_fn {
+  -- the client's own ledger (one run's), else the process-wide one
+  local sink = client.ledger or ledger_fn
+  if sink then
+    sink {
       type = "llm_call", provider = client.provider, model = client.model, label = client.label,
       input_tokens = u.input_tokens or 0, output_tokens = u.output_tokens or 0,
       thinking_tokens = u.thinking_tokens or 0, cost_usd = r and r.cost_usd or 0,
