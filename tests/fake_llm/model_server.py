@@ -52,6 +52,7 @@ def reply_for(agent, kernel):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # streamed events must not wait for a delayed ACK
 
     def log_message(self, *a):
         pass
