@@ -226,6 +226,23 @@ t.test("a C fix prompt holds the plan, the reference, the sizes, the rules and t
   t.eq(c.requests[1].temperature, 0.4)
 end)
 
+t.test("the scripted model answers a real fix prompt (plan id first) with the bank's fix of the failing kernel", function()
+  require "mk.services.llm.providers.scripted"
+  local scripted = require("mk.services.llm").client { provider = "scripted", model = "scripted" }
+  local ctx, parent = ctx_with(scripted)
+  local typo = fs.read("tests/tasks/rmsnorm_small/scripted/stream_store_typo.c")
+  local bad = ctx:step("typo", function()
+    return { parents = { parent.id }, kind = "implement", status = "compile_error",
+      plan = "Plan stream_stores [bank:stream_stores]\nstream the rows",
+      files = { ["kernel.c"] = "// bank:stream_store_typo\n" .. typo },
+      error = "kernel.c:14:9: error: expected ',' or ';' before '#pragma'" }
+  end)
+  local r = ctx.agents.fix { node = bad, attempt = 1, max_attempts = 6, key = "k" }
+  t.ok(r.code, "the reply has code")
+  t.contains(r.code, "bank:stream_store\n")
+  t.eq(r.code:find("bank:stream_store_typo", 1, true), nil, "not the broken kernel again")
+end)
+
 t.test("after the same error twice fix is told to change approach and samples hotter", function()
   local c = recorder("```c\nvoid kernel(float *o) { o[0] = 1; }\n```\n")
   local ctx, parent = ctx_with(c)

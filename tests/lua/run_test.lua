@@ -65,6 +65,16 @@ t.test("beam on the scripted model ends with a kernel faster than the baseline",
   local s = summary(dir)
   t.eq(s.status, "done")
   t.ok(s.best.speedup > 1.0, "best speedup " .. tostring(s.best.speedup))
+  -- the reported node's own commit holds the reported figure (nodes of one
+  -- source share a measurement record; the summary names the latest)
+  local g = assert(require("mk.search.graph").open(dir .. "/graph.git", { readonly = true }))
+  local n = assert(g:get(s.best.node))
+  t.near(n.metrics.latency_s, s.best.latency_s, 1e-12)
+  -- the scripted model always answers a fix with code (its bank's fix)
+  for _, m in ipairs(g:nodes()) do
+    if m.kind == "fix" then t.ok(not (m.meta and m.meta.no_code), m.id .. " has code") end
+  end
+  g:close()
 end)
 
 t.test("zeroshot, greedy and evolve run end to end on the real evaluator", function()

@@ -166,6 +166,22 @@ end
 -- The best node that also passes the held-out check (nodes failing it are
 -- recorded and skipped). Returns node or nil.
 -- A node the strategy returned is the only candidate.
+-- Nodes of one kernel source share a measurement record (ctx); each node's
+-- commit holds the samples known when it was added. Report the node whose
+-- commit holds them all, so the summary, `show` and the tree agree.
+local function latest_of_source(graph, n)
+  local h = n.metrics and n.metrics.source_hash
+  if not h then return n end
+  local best, most = n, #(n.metrics.samples or {})
+  for _, m in ipairs(graph:nodes()) do
+    if m.status == "ok" and m.kind ~= "reference" and m.metrics and m.metrics.source_hash == h then
+      local k = #(m.metrics.samples or {})
+      if k > most or (k == most and m.id > best.id) then best, most = m, k end
+    end
+  end
+  return best
+end
+
 local function heldout_best(ctx, chosen)
   local candidates = {}
   for _, n in ipairs(chosen and { chosen } or ctx.graph:nodes()) do
@@ -184,7 +200,7 @@ local function heldout_best(ctx, chosen)
     local h = ctx.eval:heldout(files)
     if h.status == "infra" then infra.raise("the held-out check of " .. n.id .. ": " .. tostring(h.message)) end
     ctx:event { type = "heldout", node = n.id, correct = h.correct, status = h.status, message = h.message }
-    if h.correct then return n end
+    if h.correct then return latest_of_source(ctx.graph, n) end
     ctx:log("node %s passed the search tests but failed held-out inputs (%s); not reported", n.id, h.status or "?")
   end
   return nil

@@ -31,6 +31,14 @@ local function load_bank(dir)
   return bank
 end
 
+-- The first `bank:ID` in the prompt that names a kernel of the bank (plans
+-- have bank ids too).
+local function kernel_id(bank, prompt)
+  for id in prompt:gmatch("bank:([%w_%-]+)") do
+    if bank.kernels[id] then return id end
+  end
+end
+
 local function kernel_text(bank, id)
   local k = bank.kernels[id]
   if not k then return nil end
@@ -71,12 +79,13 @@ function M.call(_, req)
     local id = r:pick(ids)
     text = "Here is the implementation.\n\n" .. (kernel_text(bank, id) or "")
   elseif agent == "fix" then
-    local id = prompt:match("bank:([%w_%-]+)")
+    -- the failing kernel's id: the prompt may name the plan's id before it
+    local id = prompt:match("## Kernel that failed.-bank:([%w_%-]+)") or kernel_id(bank, prompt)
     local k = id and bank.kernels[id]
     local to = (k and k.fix) or id or r:pick(bank.ids)
     text = "Fixed version:\n\n" .. (kernel_text(bank, to) or "")
   elseif agent == "tune" then
-    local id = prompt:match("bank:([%w_%-]+)")
+    local id = prompt:match("## Kernel to autotune.-bank:([%w_%-]+)") or kernel_id(bank, prompt)
     text = (id and kernel_text(bank, id)) or "No tunables to add."
   elseif agent == "profile" then
     local first = prompt:match("## Profile measured on the device\n([^\n]+)") or "no profile"
