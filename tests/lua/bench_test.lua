@@ -207,13 +207,13 @@ t.test("the real runner benches 3 tasks of the cpu suite with the scripted model
     t.ok(r.cost.input_tokens > 0, "tokens counted for " .. r.task)
     -- three runs shared this process: each run's log holds its own calls only
     local summary = cjson.decode(fs.read(tmp .. "/real/" .. r.task .. "/r1/summary.json"))
-    local calls, input = 0, 0
+    local ncalls, input = 0, 0
     for line in fs.read(tmp .. "/real/" .. r.task .. "/r1/events.jsonl"):gmatch("[^\n]+") do
       local e = cjson.decode(line)
-      if e.type == "llm" then calls, input = calls + 1, input + e.input_tokens end
+      if e.type == "llm" then ncalls, input = ncalls + 1, input + e.input_tokens end
     end
-    t.ok(calls > 0, "llm events in " .. r.task)
-    t.eq(calls, summary.cost.calls, "llm events of " .. r.task .. " = its calls")
+    t.ok(ncalls > 0, "llm events in " .. r.task)
+    t.eq(ncalls, summary.cost.calls, "llm events of " .. r.task .. " = its calls")
     t.eq(input, summary.cost.input_tokens, "llm events of " .. r.task .. " = its input tokens")
   end
   local report = require "mk.study.report"
