@@ -308,6 +308,8 @@ local function run_sandboxed(argv, opts)
   }
   local r, err = proc.run(require("mk.services.sandbox").apply(spec))
   if not r then return nil, err end
+  -- opts.cpu: the evaluation's accumulator of its processes' CPU seconds
+  if opts.cpu then opts.cpu.s = opts.cpu.s + (r.cpu_s or 0) end
   return r
 end
 
@@ -493,7 +495,6 @@ function M.compile(task, files, workdir, opts)
   if type(task) ~= "table" or type(files) ~= "table" or type(workdir) ~= "string" then
     error("c.compile(task, files, workdir, opts): bad arguments", 2)
   end
-  local t0 = os.clock()
   local src = files[task.candidate_file]
   if type(src) ~= "string" then
     return result("compile_error", "no " .. task.candidate_file .. " among the candidate's files", { wall_s = 0 })
@@ -531,9 +532,10 @@ function M.compile(task, files, workdir, opts)
   argv[#argv + 1] = "-lm"
   local started = require("mk.services.task").now()
   local r, err = run_sandboxed(argv, { workdir = workdir, timeout = opts.timeout or 120,
-    limits = { mem_mb = 4096, fsize_mb = 512 }, max_output = 1 << 20 })
+    limits = { mem_mb = 4096, fsize_mb = 512 }, max_output = 1 << 20, cpu = opts.cpu })
   local wall = require("mk.services.task").now() - started
-  local base = { workdir = workdir, defines = defines, compile_s = wall, wall_s = wall, cpu_s = os.clock() - t0 }
+  local base = { workdir = workdir, defines = defines, compile_s = wall, wall_s = wall,
+    cpu_s = r and r.cpu_s or 0 } -- the compiler's
   if not r then return result("error", "cannot run the compiler: " .. tostring(err and err.message), base) end
   base.log = trim_log((r.stderr or "") .. (r.stdout or ""), workdir)
   if r.status == "timeout" then return result("compile_error", "the compiler took longer than " .. (opts.timeout or 120) .. "s", base) end
@@ -604,13 +606,15 @@ local function manifest_lines(tests_dir, meta)
   return lines
 end
 
--- acct (optional): its check_s grows by the checker's wall time.
-local function checker(plan, acct)
+-- acct (optional): its check_s grows by the checker's wall time; cpu
+-- (optional): its s by the checker's CPU seconds.
+local function checker(plan, acct, cpu)
   local b = M.binaries()
   local t0 = require("mk.services.task").now()
   local r, err = proc.run { argv = { b.check }, stdin = plan, timeout = 600, max_output = 64 << 20 }
   if acct then acct.check_s = (acct.check_s or 0) + (require("mk.services.task").now() - t0) end
   if not r then return nil, "cannot run mkc-check: " .. tostring(err and err.message) end
+  if cpu then cpu.s = cpu.s + (r.cpu_s or 0) end
   local j = cjson.decode(r.stdout or "")
   if not j then return nil, "mkc-check failed: " .. (r.stderr or "") .. (r.stdout or ""):sub(1, 300) end
   return j
@@ -728,7 +732,7 @@ end
 
 -- --------------------------------------------------------------- test/bench
 
-local function check_outputs(task, tests_dir, meta, blob, outs, cases_by_id, acct)
+local function check_outputs(task, tests_dir, meta, blob, outs, cases_by_id, acct, cpu)
   local lines = manifest_lines(tests_dir, meta)
   lines[#lines + 1] = "blob " .. blob
   local args_by_name = {}
@@ -740,7 +744,7 @@ local function check_outputs(task, tests_dir, meta, blob, outs, cases_by_id, acc
       SHORT[a.dtype], math.tointeger(dims_of(a, c.sizes)), math.tointeger(o.offset), o.hash, o.case, o.name,
       task.tolerance.atol, task.tolerance.rtol, shape_text(a, c.sizes))
   end
-  return checker(table.concat(lines, "\n") .. "\n", acct)
+  return checker(table.concat(lines, "\n") .. "\n", acct, cpu)
 end
 
 -- Where a runner writes its output blob: a private directory (bound
@@ -766,7 +770,7 @@ local function run_runner(task, build, tests_dir, plan_body, nonce_hex, opts, by
   if opts.mem_mb then limits.mem_mb = math.max(opts.mem_mb, 256 + 2 * math.ceil(bytes / 1048576)) end
   local r, err = run_sandboxed({ bins.run }, { workdir = build.workdir, stdin = plan_body,
     ro = { path_dir(bins.run), tests_dir .. "/inputs" }, rw = opts.scratch and { opts.scratch } or nil,
-    timeout = timeout, threads = opts.threads, limits = limits })
+    timeout = timeout, threads = opts.threads, limits = limits, cpu = opts.cpu })
   if not r then return result("error", "cannot run the runner: " .. tostring(err and err.message)) end
   local st, j = classify(r, nonce_hex, timeout, limits)
   if st then st.stderr = r.stderr; st.wall_s = r.wall_s; return st end
@@ -794,7 +798,7 @@ function M.test(task, build, tests_dir, opts)
     plan[#plan + 1] = case_plan(task, c, tests_dir, "file", false)
   end
   local st, j = run_runner(task, build, tests_dir, table.concat(plan, "\n") .. "\n", n,
-    { timeout = opts.timeout, threads = opts.threads, mem_mb = opts.mem_mb, scratch = sdir }, max_bytes * 2)
+    { timeout = opts.timeout, threads = opts.threads, mem_mb = opts.mem_mb, scratch = sdir, cpu = opts.cpu }, max_bytes * 2)
   if st then drop(); st.correct = false; st.wall_s = require("mk.services.task").now() - t0; return st end
   local outs, case_res = {}, {}
   for _, cj in ipairs(j.cases or {}) do
@@ -806,7 +810,7 @@ function M.test(task, build, tests_dir, opts)
     end
     for _, o in ipairs(cj.outs or {}) do outs[#outs + 1] = o end
   end
-  local cr, cerr = check_outputs(task, tests_dir, meta, blob, outs, by_id, acct)
+  local cr, cerr = check_outputs(task, tests_dir, meta, blob, outs, by_id, acct, opts.cpu)
   drop()
   if not cr then return result("error", cerr, { correct = false }) end
   if not cr.ok then return result("error", "check failed: " .. tostring(cr.error), { correct = false }) end
@@ -870,7 +874,7 @@ function M.bench(task, build, opts)
   local bytes = meta.per_set_bytes * (meta.sets + 1 + #probes) + meta.flush_bytes
   local timeout = opts.timeout or 2 * task.timeout
   local st, j = run_runner(task, build, tests_dir, table.concat(plan, "\n") .. "\n", n,
-    { timeout = timeout, threads = opts.threads, mem_mb = opts.mem_mb, scratch = sdir }, bytes)
+    { timeout = timeout, threads = opts.threads, mem_mb = opts.mem_mb, scratch = sdir, cpu = opts.cpu }, bytes)
   if st then drop(); st.correct = false; return st end
   local wall = require("mk.services.task").now() - t0
   local base = { wall_s = wall, reps = math.tointeger(j.reps), sets = math.tointeger(j.sets), times = j.times,
@@ -902,7 +906,7 @@ function M.bench(task, build, opts)
     return ok and pr or { error = tostring(pr) }
   end
   local function fail_with(r) await_ref(); drop(); return r end
-  local cr, cerr = check_outputs(task, tests_dir, meta, blob, frozen_outs, by_id, base)
+  local cr, cerr = check_outputs(task, tests_dir, meta, blob, frozen_outs, by_id, base, opts.cpu)
   if not cr then return fail_with(result("error", cerr, base)) end
   if not cr.ok then return fail_with(result("error", "check failed: " .. tostring(cr.error), base)) end
   for _, x in ipairs(cr.results) do
@@ -936,7 +940,7 @@ probe_reference = function(task, tests_dir, meta, blob, probes, opts)
   local bins = M.binaries()
   local r = run_sandboxed({ bins.run }, { workdir = pdir, stdin = table.concat(plan, "\n") .. "\n",
     ro = { path_dir(bins.run), rdir }, timeout = 2 * task.timeout, threads = opts.threads,
-    limits = runner_limits(meta.per_set_bytes * #probes) })
+    limits = runner_limits(meta.per_set_bytes * #probes), cpu = opts.cpu })
   return { r = r, n = n, pdir = pdir, rblob = rblob }
 end
 
@@ -970,7 +974,7 @@ function M._check_probes(task, tests_dir, meta, blob, probes, outs, j, opts, bas
       math.tointeger(dims_of(a, c.sizes)), math.tointeger(o.offset), o.hash, math.tointeger(ro.offset), ro.hash,
       task.tolerance.atol, task.tolerance.rtol, shape_text(a, c.sizes))
   end
-  local cr, cerr = checker(table.concat(lines, "\n") .. "\n", base)
+  local cr, cerr = checker(table.concat(lines, "\n") .. "\n", base, opts.cpu)
   fs.rm_rf(pdir)
   if not cr then return result("error", cerr, base) end
   if not cr.ok then return result("error", "probe check failed: " .. tostring(cr.error), base) end
@@ -1089,7 +1093,7 @@ function M.profile(task, build, opts)
   local b = opts.bench
   if not (b and b.status == "ok" and (b.counters or b.counters_error)) then
     b = M.bench(task, build, { tests_dir = opts.tests_dir, min_time = opts.min_time or 0.2, min_reps = 3,
-      max_reps = 50, warmup = 1, counters = true, threads = opts.threads, timeout = opts.timeout })
+      max_reps = 50, warmup = 1, counters = true, threads = opts.threads, timeout = opts.timeout, cpu = opts.cpu })
     if b.status ~= "ok" then return b end
   end
   latency = latency or b.latency_s

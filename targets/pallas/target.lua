@@ -300,6 +300,8 @@ local function harness(sub, args, opts)
     end
   end
   M.last_runner = r.pid and "proc" or "popen"
+  -- opts.cpu: the evaluation's accumulator of its processes' CPU seconds
+  if opts.cpu and r.cpu_s then opts.cpu.s = opts.cpu.s + r.cpu_s end
   local v = M.decode(r.stdout)
   if r.status == "timeout" then
     return { status = "timeout", message = string.format("harness %s ran past %gs (hang?); stderr: %s",
@@ -593,7 +595,7 @@ function M.compile(task, files, workdir, opts)
   local extra = {}
   if tests_dir then extra = { "--tests", tests_dir } end
   local r = device_harness("compile", candidate_args(task, build, extra, opts), {
-    timeout = opts.timeout or task.timeout, cwd = workdir,
+    timeout = opts.timeout or task.timeout, cwd = workdir, cpu = opts.cpu,
     sandbox = sandbox_for(task, workdir, opts, tests_dir and visible_inputs(tests_dir) or nil),
   })
   build.status = r.status
@@ -629,7 +631,7 @@ function M.test(task, build, tests_dir, opts)
   local extra = { "--tests", tests_dir, "--outputs", outputs }
   if group == "heldout" then extra[#extra + 1] = "--heldout-cases" end
   local r = device_harness("run", candidate_args(task, build, extra, opts), {
-    timeout = opts.timeout or task.timeout, cwd = build.workdir,
+    timeout = opts.timeout or task.timeout, cwd = build.workdir, cpu = opts.cpu,
     sandbox = sandbox_for(task, build.workdir, opts, visible_inputs(tests_dir)),
   })
   local wall = r.wall_s or 0
@@ -639,7 +641,7 @@ function M.test(task, build, tests_dir, opts)
   end
   local cargs = task_args(task, { "--tests", tests_dir, "--outputs", outputs })
   if group == "heldout" then cargs[#cargs + 1] = "--heldout-cases" end
-  local c = harness("check", cargs, { timeout = M.defaults.check_timeout, pool = "light" })
+  local c = harness("check", cargs, { timeout = M.defaults.check_timeout, pool = "light", cpu = opts.cpu })
   local cases = {}
   for i, x in ipairs(c.cases or {}) do
     cases[i] = { id = x.case, call = x.call, ok = x.ok, message = x.message, reason = x.reason,
@@ -697,7 +699,7 @@ function M.bench(task, build, opts)
   local extra = timing_args(opts, { "--tests", opts.tests_dir, "--no-check-output", "--save-output", outputs },
     build.timing_kind == "interpret")
   local r = device_harness("bench", candidate_args(task, build, extra, opts), {
-    timeout = opts.timeout or task.timeout, cwd = build.workdir,
+    timeout = opts.timeout or task.timeout, cwd = build.workdir, cpu = opts.cpu,
     sandbox = sandbox_for(task, build.workdir, opts, visible_inputs(opts.tests_dir)),
   })
   if r.status ~= "ok" then
@@ -706,7 +708,7 @@ function M.bench(task, build, opts)
   end
   -- The timed runs' output, checked by a process that runs no candidate code.
   local c = harness("check", task_args(task, { "--tests", opts.tests_dir, "--outputs", outputs,
-    "--cases", r.case, "--calls", "bench" }), { timeout = M.defaults.check_timeout, pool = "light" })
+    "--cases", r.case, "--calls", "bench" }), { timeout = M.defaults.check_timeout, pool = "light", cpu = opts.cpu })
   if c.status ~= "ok" then
     return { status = c.status, correct = false, reason = c.reason, kind = c.kind, wall_s = r.wall_s,
       message = "output of the timed runs is wrong: " .. tostring(c.message) }
@@ -746,7 +748,7 @@ function M.profile(task, build, opts)
   if opts.tests_dir then extra[#extra + 1] = "--tests"; extra[#extra + 1] = opts.tests_dir end
   if opts.latency_s then extra[#extra + 1] = "--latency-s"; extra[#extra + 1] = string.format("%.17g", opts.latency_s) end
   local r = device_harness("profile", candidate_args(task, build, extra, opts), {
-    timeout = opts.timeout or task.timeout, cwd = build.workdir,
+    timeout = opts.timeout or task.timeout, cwd = build.workdir, cpu = opts.cpu,
     sandbox = sandbox_for(task, build.workdir, opts, opts.tests_dir and visible_inputs(opts.tests_dir) or nil),
   })
   return profile_result(r)

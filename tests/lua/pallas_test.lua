@@ -173,9 +173,11 @@ t.test("freeze, compile, test, bench, profile, baseline end to end (real JAX)", 
 
   t.eq(good.interpret, "tpu", "TPU interpret mode is the default on the CPU")
   t.eq(good.timing_kind, "interpret")
-  local b = pallas.bench(task, good, { tests_dir = tests, iters = 5, warmup = 1 })
+  local cpu = { s = 0 }
+  local b = pallas.bench(task, good, { tests_dir = tests, iters = 5, warmup = 1, cpu = cpu })
   t.eq(b.status, "ok", b.message)
   t.ok(b.latency_s > 0)
+  t.ok(cpu.s > 0, "the bench's processes' CPU seconds are counted in opts.cpu")
   t.eq(b.timing_kind, "interpret")
   t.eq(b.reps, 3, "interpreted kernels get M.interpret_timing's 3 calls, not a benchmark")
   local plain = pallas.compile(task, { ["kernel.py"] = read(CANDS .. "/good.py") }, d .. "/plain",

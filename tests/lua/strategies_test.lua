@@ -178,6 +178,13 @@ t.test("identical kernels in one run show one measurement record, re-measured an
   end
   t.ok(shared > 0, "this seed samples one correct kernel twice")
   t.eq(ev.remeasured > 0, true)
+  -- of the nodes of the best source, ctx:best() is the latest (its commit
+  -- holds every sample, so the reported node and its record agree)
+  for h, nodes in pairs(by) do
+    if #nodes > 1 and nodes[1].status == "ok" then
+      t.eq(ctx:best(function(n) return n.metrics.source_hash == h end).id, nodes[#nodes].id)
+    end
+  end
 end)
 
 t.test("a resumed run continues the measurement records of the nodes it already has", function()

@@ -75,6 +75,10 @@ t.test("two evaluators of one task share one read-only frozen suite; the second 
   end
   t.ok(r.timing.compile_s > 0 and r.timing.test_s > 0 and r.timing.bench_s > 0 and r.timing.check_s > 0)
   t.ok(r.timing.compile_s + r.timing.test_s + r.timing.bench_s + r.timing.check_s <= r.timing.wall_s + 1e-6)
+  -- cpu_s: what its processes (compiler, runner, checker) used, measured by
+  -- their wrapper: more than nothing, less than 256 cores all along
+  t.ok(r.cpu_s > 0.02, "cpu_s " .. tostring(r.cpu_s))
+  t.ok(r.cpu_s < 256 * r.wall_s, "cpu_s bounded")
   a:close(); b:close()
   t.ok(fs.exists(suites.path(a.suite_key) .. "/frozen.json"), "closing an evaluator keeps the shared suite")
 end)

@@ -74,7 +74,10 @@ end
 local function check_verdicts(got)
   for name, want in pairs(EXPECT) do
     t.eq(#got[name], 2, name .. " evaluated twice")
-    for _, st in ipairs(got[name]) do t.eq(st.status, want, name .. ": " .. tostring(st.message)) end
+    for _, st in ipairs(got[name]) do
+      t.eq(st.status, want, name .. ": " .. tostring(st.message))
+      if st.status == "ok" then t.ok((st.cpu_s or 0) > 0, name .. ": the worker reports cpu_s") end
+    end
   end
 end
 

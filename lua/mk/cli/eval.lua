@@ -21,7 +21,8 @@ task's content and this machine, and reused (verified) by the next eval.
   --json         print one JSON object: status, correct, latency_s,
                  baseline_latency_s, speedup, message, profile, tune, heldout,
                  timing (seconds: compile_s, test_s, bench_s, check_s,
-                 queue_s, setup_s, engine_s, wall_s), baseline_cached
+                 queue_s, setup_s, engine_s, wall_s), device_s, cpu_s
+                 (CPU seconds of its processes), baseline_cached
   --timeout S    time limit of each candidate process (default: the task's)
   --no-tune      ignore mk:tune lines
   --no-profile   skip the profile
@@ -96,7 +97,7 @@ function M.run(args)
     local out = {
       status = r.status, correct = r.correct, latency_s = num(r.latency_s),
       baseline_latency_s = num(r.baseline_latency_s), speedup = num(r.speedup), message = r.message,
-      spread = num(r.spread), device_s = num(r.device_s), wall_s = num(r.wall_s), suspicious = r.suspicious,
+      spread = num(r.spread), device_s = num(r.device_s), cpu_s = num(r.cpu_s), wall_s = num(r.wall_s), suspicious = r.suspicious,
       task = task.name, candidate = pos[2],
       baseline_cached = ev.base and ev.base.cached or false,
     }

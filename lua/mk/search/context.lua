@@ -380,13 +380,19 @@ function Ctx:_shared(rec, files, o)
 end
 
 --- The node with the lowest latency among correct candidates (the
---- reference root is not a candidate), or nil.
+--- reference root is not a candidate), or nil. Of nodes of one source
+--- (one shared measurement record, equal latency) the latest: its commit
+--- holds all the samples.
 function Ctx:best(filter)
   local best
   for _, n in ipairs(self.graph:nodes()) do
     if n.status == "ok" and n.kind ~= "reference" and n.metrics and n.metrics.latency_s
         and (not filter or filter(n)) then
-      if not best or n.metrics.latency_s < best.metrics.latency_s then best = n end
+      local bl = best and best.metrics.latency_s
+      if not best or n.metrics.latency_s < bl or (n.metrics.latency_s == bl and n.metrics.source_hash
+          and n.metrics.source_hash == best.metrics.source_hash) then
+        best = n
+      end
     end
   end
   return best

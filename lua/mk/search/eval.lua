@@ -231,7 +231,8 @@ function Evaluator:_compile(files, defines, acct)
   self.builds = self.builds + 1
   local dir = string.format("%s/builds/%04d", self.root, self.builds)
   local b = queued(acct, function(f) return self.jobs:with(function() return self:_shared(f) end) end, function()
-    return self.target.compile(self.task, files, dir, { defines = defines, timeout = self.opts.compile_timeout })
+    return self.target.compile(self.task, files, dir, { defines = defines, timeout = self.opts.compile_timeout,
+      cpu = acct and acct.cpu })
   end)
   if acct then acct.compile_s = acct.compile_s + (b.compile_s or b.wall_s or 0) end
   return b
@@ -240,7 +241,7 @@ end
 function Evaluator:_test(build, group, acct)
   local r = queued(acct, function(f, ...) return self:_shared(f, ...) end, self.target.test, self.task, build,
     self.tests_dir, { group = group, timeout = self.opts.timeout, threads = self.opts.threads, mem_mb = self.opts.mem_mb,
-      scratch = self.scratch })
+      scratch = self.scratch, cpu = acct and acct.cpu })
   if acct then
     acct.check_s = acct.check_s + (r.check_s or 0)
     acct.test_s = acct.test_s + math.max(0, (r.wall_s or 0) - (r.check_s or 0))
@@ -329,11 +330,14 @@ function Evaluator:evaluate(files, opts)
   if self.cache[key] then return self.cache[key] end
   local device_s = 0
   -- where this evaluation's time went (docs/api/eval.md, "timing")
-  local acct = { compile_s = 0, test_s = 0, bench_s = 0, check_s = 0, queue_s = 0 }
+  -- cpu.s: CPU seconds of the processes the evaluation ran (targets add
+  -- what each of their processes used: compiler, runs, checks)
+  local acct = { compile_s = 0, test_s = 0, bench_s = 0, check_s = 0, queue_s = 0, cpu = { s = 0 } }
   local setup_s = task_lib.now() - t0 -- freezing or verifying the suite, the first time
 
   local function finish(r)
     r.device_s = device_s
+    r.cpu_s = acct.cpu.s
     r.wall_s = task_lib.now() - t0
     local tm = { compile_s = acct.compile_s, test_s = acct.test_s, bench_s = acct.bench_s, check_s = acct.check_s,
       queue_s = acct.queue_s, setup_s = setup_s + (acct.setup_s or 0), wall_s = r.wall_s }
@@ -373,7 +377,9 @@ function Evaluator:evaluate(files, opts)
       if not ok then tr = { status = "error", message = tostring(tr) } end
       local entry = { params = configs[i], status = tr.status, message = tr.message ~= "" and tr.message or nil }
       if tr.status == "ok" then
-        local br = self:_exclusive_q(acct, self.target.bench, self.task, tr.build, self:_bench_opts(tb))
+        local tbo = self:_bench_opts(tb)
+        tbo.cpu = acct.cpu
+        local br = self:_exclusive_q(acct, self.target.bench, self.task, tr.build, tbo)
         device_s = device_s + (br.wall_s or 0)
         add_bench(acct, br)
         entry.status, entry.latency_s = br.status, br.latency_s
@@ -390,7 +396,7 @@ function Evaluator:evaluate(files, opts)
 
   -- the final benchmark also times fresh inputs (probes) against caching cheats
   local br = self:_exclusive_q(acct, self.target.bench, self.task, build,
-    self:_bench_opts { counters = opts.profile, probes = self.opts.probes or 3 })
+    self:_bench_opts { counters = opts.profile, probes = self.opts.probes or 3, cpu = acct.cpu })
   device_s = device_s + (br.wall_s or 0)
   add_bench(acct, br)
   if br.status ~= "ok" then
@@ -416,7 +422,7 @@ function Evaluator:evaluate(files, opts)
   if opts.profile then
     local pr = self:_exclusive_q(acct, self.target.profile, self.task, build,
       { tests_dir = self.tests_dir, latency_s = br.latency_s, threads = self.opts.threads, bench = br,
-        scratch = self.scratch })
+        scratch = self.scratch, cpu = acct.cpu })
     device_s = device_s + (pr.wall_s or 0)
     if verdict(pr.status) == "infra" then return finish(fail("infra", "profile: " .. tostring(pr.message))) end
     acct.bench_s = acct.bench_s + (pr.wall_s or 0)

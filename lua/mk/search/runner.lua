@@ -200,7 +200,8 @@ local function heldout_best(ctx, chosen)
     local h = ctx.eval:heldout(files)
     if h.status == "infra" then infra.raise("the held-out check of " .. n.id .. ": " .. tostring(h.message)) end
     ctx:event { type = "heldout", node = n.id, correct = h.correct, status = h.status, message = h.message }
-    if h.correct then return latest_of_source(ctx.graph, n) end
+    -- a node the strategy returned is reported as it is (its contract)
+    if h.correct then return chosen and n or latest_of_source(ctx.graph, n) end
     ctx:log("node %s passed the search tests but failed held-out inputs (%s); not reported", n.id, h.status or "?")
   end
   return nil
