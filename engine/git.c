@@ -10,8 +10,10 @@
  * per thread, so it is read right after the failing call, on the same
  * thread. */
 #include "mk.h"
+#include "buf.h"
 
 #include <git2.h>
+#include <git2/sys/odb_backend.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +24,11 @@
 
 typedef struct {
   git_repository *repo;
+  git_odb_backend *loose; /* the objects directory, written directly (repo_commit) */
+  int loose_fsync;        /* the fsync setting it was made with */
 } mk_git_repo;
+
+static int fsync_on; /* git.fsync's setting */
 
 static pthread_once_t git_once = PTHREAD_ONCE_INIT;
 
@@ -67,6 +73,8 @@ static void push_oid(lua_State *L, const git_oid *oid) {
 static mk_git_repo *new_repo_udata(lua_State *L) {
   mk_git_repo *r = lua_newuserdatauv(L, sizeof *r, 0);
   r->repo = NULL;
+  r->loose = NULL;
+  r->loose_fsync = 0;
   luaL_setmetatable(L, REPO_MT);
   return r;
 }
@@ -119,6 +127,7 @@ static int l_open(lua_State *L) {
 static int l_fsync(lua_State *L) {
   int on = lua_toboolean(L, 1);
   git_libgit2_opts(GIT_OPT_ENABLE_FSYNC_GITDIR, on);
+  fsync_on = on;
   return 0;
 }
 
@@ -144,6 +153,10 @@ static int l_version(lua_State *L) {
 
 static int repo_close(lua_State *L) {
   mk_git_repo *r = luaL_checkudata(L, 1, REPO_MT);
+  if (r->loose) {
+    r->loose->free(r->loose);
+    r->loose = NULL;
+  }
   if (r->repo) {
     git_repository_free(r->repo);
     r->repo = NULL;
@@ -208,24 +221,133 @@ static void check_commit_args(lua_State *L, int files, int parents_idx, size_t n
   }
 }
 
-/* Write a blob for every file of the table at `files` and the tree holding
- * them (sub-trees from '/' in paths, through an in-memory index).
- * 0 or a libgit2 error, with *what saying which step failed. */
-static int write_tree(lua_State *L, git_repository *repo, int files, git_oid *tree_id, const char **what) {
-  git_index *index = NULL;
-  int rc = git_index_new(&index);
+/* ---- objects written straight to the objects directory -------------------
+ * git_odb_write first tries to "freshen" an existing copy of the object
+ * and, finding none, rescans the pack directory: for every object of every
+ * node a utimensat, a directory listing and more system calls than the
+ * write itself. The graph only adds objects, so repo_commit writes them
+ * through the loose backend of its objects directory: an object already
+ * there (loose) is kept, a new one is written exactly as libgit2 writes
+ * loose objects (zlib, a temporary file, then its final name). The tree
+ * and commit are serialised here in git's format. */
+
+static git_odb_backend *loose_of(mk_git_repo *r) {
+  if (r->loose && r->loose_fsync != fsync_on) {
+    r->loose->free(r->loose);
+    r->loose = NULL;
+  }
+  if (!r->loose) {
+    char dir[4096];
+    const char *gp = git_repository_path(r->repo); /* ends with '/' */
+    if ((size_t)snprintf(dir, sizeof dir, "%sobjects", gp) >= sizeof dir) return NULL;
+    if (git_odb_backend_loose(&r->loose, dir, -1, fsync_on, 0, 0) < 0) {
+      r->loose = NULL;
+      return NULL;
+    }
+    r->loose_fsync = fsync_on;
+  }
+  return r->loose;
+}
+
+/* Hash and store one object: 0 or a libgit2 error. */
+static int put_object(mk_git_repo *r, git_oid *oid, const void *data, size_t len, git_object_t type) {
+  int rc = git_odb_hash(oid, data, len, type);
   if (rc < 0) return rc;
+  git_odb_backend *be = loose_of(r);
+  if (!be) return -1;
+  if (be->exists(be, oid)) return 0;
+  return be->write(be, oid, data, len, type);
+}
+
+typedef struct {
+  const char *path;
+  git_oid oid;
+} file_ent;
+
+typedef struct {
+  const char *name;
+  size_t len;
+  int is_tree;
+  git_oid oid;
+} tree_item;
+
+static int cmp_path(const void *a, const void *b) {
+  return strcmp(((const file_ent *)a)->path, ((const file_ent *)b)->path);
+}
+
+/* git's tree order: byte order of the names, a tree's name as if it ended
+ * in '/'. */
+static int cmp_item(const void *pa, const void *pb) {
+  const tree_item *a = pa, *b = pb;
+  size_t n = a->len < b->len ? a->len : b->len;
+  int c = memcmp(a->name, b->name, n);
+  if (c) return c;
+  unsigned char ca = a->len > n ? (unsigned char)a->name[n] : (a->is_tree ? '/' : 0);
+  unsigned char cb = b->len > n ? (unsigned char)b->name[n] : (b->is_tree ? '/' : 0);
+  return (int)ca - (int)cb;
+}
+
+/* The tree of ents[0..n) (sorted by path), whose paths all start with
+ * `skip` bytes of directory prefix: sub-trees first, recursively. */
+static int write_tree_of(mk_git_repo *r, file_ent *ents, size_t n, size_t skip, git_oid *out) {
+  tree_item *items = calloc(n ? n : 1, sizeof *items);
+  if (!items) return -1;
+  size_t ni = 0;
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0;) {
+    const char *rest = ents[i].path + skip;
+    const char *slash = strchr(rest, '/');
+    tree_item *it = &items[ni++];
+    it->name = rest;
+    if (!slash) {
+      it->len = strlen(rest);
+      it->oid = ents[i].oid;
+      i++;
+      continue;
+    }
+    /* every entry of this sub-directory: contiguous in path order */
+    size_t dl = (size_t)(slash - rest), j = i;
+    while (j < n && strncmp(ents[j].path + skip, rest, dl + 1) == 0) j++;
+    it->len = dl;
+    it->is_tree = 1;
+    rc = write_tree_of(r, ents + i, j - i, skip + dl + 1, &it->oid);
+    i = j;
+  }
+  for (size_t i = 1; i < ni && rc == 0; i++) /* a file and a directory of one name */
+    if (items[i].len == items[i - 1].len && memcmp(items[i].name, items[i - 1].name, items[i].len) == 0) {
+      git_error_set_str(GIT_ERROR_INVALID, "a path is both a file and a directory");
+      rc = GIT_EINVALID;
+    }
+  qsort(items, ni, sizeof *items, cmp_item);
+  mk_buf b = {0};
+  for (size_t i = 0; i < ni && rc == 0; i++) {
+    const char *mode = items[i].is_tree ? "40000 " : "100644 ";
+    if (mk_buf_add(&b, mode, strlen(mode)) || mk_buf_add(&b, items[i].name, items[i].len) || mk_buf_add(&b, "", 1) ||
+        mk_buf_add(&b, items[i].oid.id, GIT_OID_RAWSZ))
+      rc = -1;
+  }
+  if (rc == 0) rc = put_object(r, out, b.p ? b.p : "", b.n, GIT_OBJECT_TREE);
+  mk_buf_free(&b);
+  free(items);
+  return rc;
+}
+
+/* Blobs for the files of the table at `files` and their tree. */
+static int write_files(lua_State *L, mk_git_repo *r, int files, git_oid *tree_id, const char **what) {
+  size_t n = 0;
+  lua_pushnil(L);
+  while (lua_next(L, files)) { n++; lua_pop(L, 1); }
+  file_ent *ents = calloc(n ? n : 1, sizeof *ents);
+  if (!ents) return -1;
+  size_t k = 0;
+  int rc = 0;
   lua_pushnil(L);
   while (lua_next(L, files)) {
     size_t len;
     const char *data = lua_tolstring(L, -1, &len);
-    git_index_entry e;
-    memset(&e, 0, sizeof e);
-    e.mode = GIT_FILEMODE_BLOB;
-    e.path = lua_tostring(L, -2);
-    e.file_size = (uint32_t)len;
-    rc = git_blob_create_from_buffer(&e.id, repo, data, len);
-    if (rc >= 0) rc = git_index_add(index, &e);
+    ents[k].path = lua_tostring(L, -2); /* the key stays in the table */
+    rc = put_object(r, &ents[k].oid, data, len, GIT_OBJECT_BLOB);
+    k++;
     lua_pop(L, 1);
     if (rc < 0) {
       lua_pop(L, 1);
@@ -233,10 +355,17 @@ static int write_tree(lua_State *L, git_repository *repo, int files, git_oid *tr
       break;
     }
   }
-  if (rc >= 0) rc = git_index_write_tree_to(tree_id, index, repo);
-  git_index_free(index);
+  if (rc == 0) {
+    qsort(ents, n, sizeof *ents, cmp_path);
+    rc = write_tree_of(r, ents, n, 0, tree_id);
+    if (rc < 0) *what = "cannot write tree";
+  }
+  free(ents);
   return rc;
 }
+
+/* A signature's name or e-mail: no angle brackets or line breaks. */
+static int sig_ok(const char *s) { return !strpbrk(s, "<>\n"); }
 
 /* repo:commit{files = {[path] = data}, parents = {rev...}, message = s,
  *   ref = name?, time = unix_seconds?, author = name?, email = s?}
@@ -267,33 +396,63 @@ static int repo_commit(lua_State *L) {
   size_t nparents = parents_idx ? lua_rawlen(L, parents_idx) : 0;
   check_commit_args(L, files, parents_idx, nparents);
 
+  if (!sig_ok(author) || !sig_ok(email)) luaL_argerror(L, 2, "author and email may not hold '<', '>' or newlines");
+
   git_repository *repo = r->repo;
-  git_tree *tree = NULL;
-  git_signature *sig = NULL;
-  git_commit **parents = NULL;
   git_oid tree_id, commit_id;
   int rc = 0;
   const char *what = "cannot write commit";
+  mk_buf b = {0};
+  char hex[GIT_OID_HEXSZ + 1];
 
-  parents = calloc(nparents ? nparents : 1, sizeof *parents);
-  if (!parents) return luaL_error(L, "out of memory");
+  /* parents first: an unknown parent fails before anything is written */
+  git_oid *pids = calloc(nparents ? nparents : 1, sizeof *pids);
+  if (!pids) return luaL_error(L, "out of memory");
   for (size_t i = 0; i < nparents; i++) {
     lua_rawgeti(L, parents_idx, (lua_Integer)i + 1);
-    rc = lookup_commit(repo, lua_tostring(L, -1), &parents[i]);
+    const char *spec = lua_tostring(L, -1);
+    git_oid pid;
+    /* a full id names the commit (checked to exist); anything else is a
+     * revision to resolve */
+    if (strlen(spec) == GIT_OID_HEXSZ && git_oid_fromstr(&pid, spec) == 0) {
+      git_odb *odb = NULL;
+      rc = git_repository_odb(&odb, repo);
+      if (rc == 0 && !git_odb_exists(odb, &pid)) {
+        git_error_set_str(GIT_ERROR_ODB, "no such commit");
+        rc = GIT_ENOTFOUND;
+      }
+      git_odb_free(odb);
+    } else {
+      git_commit *c = NULL;
+      rc = lookup_commit(repo, spec, &c);
+      if (rc == 0) git_oid_cpy(&pid, git_commit_id(c));
+      git_commit_free(c);
+    }
     lua_pop(L, 1);
     if (rc < 0) {
       what = "cannot find parent";
       goto done;
     }
+    pids[i] = pid;
   }
-  rc = write_tree(L, repo, files, &tree_id, &what);
+  rc = write_files(L, r, files, &tree_id, &what);
   if (rc < 0) goto done;
-  rc = git_tree_lookup(&tree, repo, &tree_id);
-  if (rc < 0) goto done;
-  rc = git_signature_new(&sig, author, email, (git_time_t)when, 0);
-  if (rc < 0) goto done;
-  rc = git_commit_create(&commit_id, repo, NULL, sig, sig, NULL, message, tree, nparents,
-                         (const git_commit **)parents);
+  git_oid_tostr(hex, sizeof hex, &tree_id);
+  if (mk_buf_add(&b, "tree ", 5) || mk_buf_add(&b, hex, GIT_OID_HEXSZ) || mk_buf_add(&b, "\n", 1)) goto oom;
+  for (size_t i = 0; i < nparents; i++) {
+    git_oid_tostr(hex, sizeof hex, &pids[i]);
+    if (mk_buf_add(&b, "parent ", 7) || mk_buf_add(&b, hex, GIT_OID_HEXSZ) || mk_buf_add(&b, "\n", 1)) goto oom;
+  }
+  for (int k = 0; k < 2; k++) {
+    char line[64];
+    const char *role = k ? "committer " : "author ";
+    snprintf(line, sizeof line, "> %lld +0000\n", (long long)when);
+    if (mk_buf_add(&b, role, strlen(role)) || mk_buf_add(&b, author, strlen(author)) || mk_buf_add(&b, " <", 2) ||
+        mk_buf_add(&b, email, strlen(email)) || mk_buf_add(&b, line, strlen(line)))
+      goto oom;
+  }
+  if (mk_buf_add(&b, "\n", 1) || mk_buf_add(&b, message, strlen(message))) goto oom;
+  rc = put_object(r, &commit_id, b.p, b.n, GIT_OBJECT_COMMIT);
   if (rc < 0) goto done;
   if (refname) {
     git_reference *ref = NULL;
@@ -302,13 +461,15 @@ static int repo_commit(lua_State *L) {
     if (rc < 0) what = "cannot update ref";
   }
 done:
-  for (size_t i = 0; i < nparents; i++) git_commit_free(parents[i]);
-  free(parents);
-  git_signature_free(sig);
-  git_tree_free(tree);
+  mk_buf_free(&b);
+  free(pids);
   if (rc < 0) return push_git_error(L, rc, what);
   push_oid(L, &commit_id);
   return 1;
+oom:
+  mk_buf_free(&b);
+  free(pids);
+  return luaL_error(L, "out of memory");
 }
 
 /* repo:set_ref(name, rev [, log_message]) -> oid | nil, err (creates or moves). */
