@@ -364,6 +364,13 @@ static int write_files(lua_State *L, mk_git_repo *r, int files, git_oid *tree_id
   return rc;
 }
 
+/* Append "<key><hex of oid>\n" (a commit header line): 0 or -1. */
+static int add_oid_line(mk_buf *b, const char *key, const git_oid *oid) {
+  char hex[GIT_OID_HEXSZ + 1];
+  git_oid_tostr(hex, sizeof hex, oid);
+  return mk_buf_add(b, key, strlen(key)) || mk_buf_add(b, hex, GIT_OID_HEXSZ) || mk_buf_add(b, "\n", 1) ? -1 : 0;
+}
+
 /* A signature's name or e-mail: no angle brackets or line breaks. */
 static int sig_ok(const char *s) { return !strpbrk(s, "<>\n"); }
 
@@ -403,11 +410,15 @@ static int repo_commit(lua_State *L) {
   int rc = 0;
   const char *what = "cannot write commit";
   mk_buf b = {0};
-  char hex[GIT_OID_HEXSZ + 1];
+  git_odb *odb = NULL;
 
   /* parents first: an unknown parent fails before anything is written */
   git_oid *pids = calloc(nparents ? nparents : 1, sizeof *pids);
   if (!pids) return luaL_error(L, "out of memory");
+  if (nparents && (rc = git_repository_odb(&odb, repo)) < 0) {
+    what = "cannot find parent";
+    goto done;
+  }
   for (size_t i = 0; i < nparents; i++) {
     lua_rawgeti(L, parents_idx, (lua_Integer)i + 1);
     const char *spec = lua_tostring(L, -1);
@@ -415,13 +426,10 @@ static int repo_commit(lua_State *L) {
     /* a full id names the commit (checked to exist); anything else is a
      * revision to resolve */
     if (strlen(spec) == GIT_OID_HEXSZ && git_oid_fromstr(&pid, spec) == 0) {
-      git_odb *odb = NULL;
-      rc = git_repository_odb(&odb, repo);
-      if (rc == 0 && !git_odb_exists(odb, &pid)) {
+      if (!git_odb_exists(odb, &pid)) {
         git_error_set_str(GIT_ERROR_ODB, "no such commit");
         rc = GIT_ENOTFOUND;
       }
-      git_odb_free(odb);
     } else {
       git_commit *c = NULL;
       rc = lookup_commit(repo, spec, &c);
@@ -437,12 +445,9 @@ static int repo_commit(lua_State *L) {
   }
   rc = write_files(L, r, files, &tree_id, &what);
   if (rc < 0) goto done;
-  git_oid_tostr(hex, sizeof hex, &tree_id);
-  if (mk_buf_add(&b, "tree ", 5) || mk_buf_add(&b, hex, GIT_OID_HEXSZ) || mk_buf_add(&b, "\n", 1)) goto oom;
-  for (size_t i = 0; i < nparents; i++) {
-    git_oid_tostr(hex, sizeof hex, &pids[i]);
-    if (mk_buf_add(&b, "parent ", 7) || mk_buf_add(&b, hex, GIT_OID_HEXSZ) || mk_buf_add(&b, "\n", 1)) goto oom;
-  }
+  if (add_oid_line(&b, "tree ", &tree_id)) goto oom;
+  for (size_t i = 0; i < nparents; i++)
+    if (add_oid_line(&b, "parent ", &pids[i])) goto oom;
   for (int k = 0; k < 2; k++) {
     char line[64];
     const char *role = k ? "committer " : "author ";
@@ -463,12 +468,14 @@ static int repo_commit(lua_State *L) {
 done:
   mk_buf_free(&b);
   free(pids);
+  git_odb_free(odb);
   if (rc < 0) return push_git_error(L, rc, what);
   push_oid(L, &commit_id);
   return 1;
 oom:
   mk_buf_free(&b);
   free(pids);
+  git_odb_free(odb);
   return luaL_error(L, "out of memory");
 }
 

@@ -166,29 +166,18 @@ end
 -- The best node that also passes the held-out check (nodes failing it are
 -- recorded and skipped). Returns node or nil.
 -- A node the strategy returned is the only candidate.
--- Nodes of one kernel source share a measurement record (ctx); each node's
--- commit holds the samples known when it was added. Report the node whose
--- commit holds them all, so the summary, `show` and the tree agree.
-local function latest_of_source(graph, n)
-  local h = n.metrics and n.metrics.source_hash
-  if not h then return n end
-  local best, most = n, #(n.metrics.samples or {})
-  for _, m in ipairs(graph:nodes()) do
-    if m.status == "ok" and m.kind ~= "reference" and m.metrics and m.metrics.source_hash == h then
-      local k = #(m.metrics.samples or {})
-      if k > most or (k == most and m.id > best.id) then best, most = m, k end
-    end
-  end
-  return best
-end
-
+-- Nodes of one kernel source share a measurement record (ctx): one of them
+-- is a candidate, the latest, whose commit holds every sample (so the
+-- summary, `show` and the tree agree), and identical files are checked once.
 local function heldout_best(ctx, chosen)
-  local candidates = {}
+  local latest = {} -- by source hash (a node without one stands for itself); nodes come in add order
   for _, n in ipairs(chosen and { chosen } or ctx.graph:nodes()) do
     if n.status == "ok" and n.kind ~= "reference" and n.metrics and n.metrics.latency_s then
-      candidates[#candidates + 1] = n
+      latest[n.metrics.source_hash or n] = n
     end
   end
+  local candidates = {}
+  for _, n in pairs(latest) do candidates[#candidates + 1] = n end -- sorted below
   if chosen and #candidates == 0 then ctx:log("the strategy returned %s, which is not a correct candidate", chosen.id) end
   table.sort(candidates, function(a, b)
     if a.metrics.latency_s ~= b.metrics.latency_s then return a.metrics.latency_s < b.metrics.latency_s end
@@ -200,8 +189,7 @@ local function heldout_best(ctx, chosen)
     local h = ctx.eval:heldout(files)
     if h.status == "infra" then infra.raise("the held-out check of " .. n.id .. ": " .. tostring(h.message)) end
     ctx:event { type = "heldout", node = n.id, correct = h.correct, status = h.status, message = h.message }
-    -- a node the strategy returned is reported as it is (its contract)
-    if h.correct then return chosen and n or latest_of_source(ctx.graph, n) end
+    if h.correct then return n end
     ctx:log("node %s passed the search tests but failed held-out inputs (%s); not reported", n.id, h.status or "?")
   end
   return nil

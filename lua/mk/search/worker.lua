@@ -230,10 +230,11 @@ function M.serve(opts)
         local res = M.plain(r)
         res.worker = name
         send { t = "result", id = msg.id, ok = true, result = res }
-      elseif (type(r) == "table" and r.kind == "cancelled") or task_lib.signal() then
+      elseif task_lib.signal() then
         -- the worker is stopping (SIGTERM: scancel, a node going down): its
         -- work was cut short, which is no verdict; the engine sees the
-        -- connection end and retries the request elsewhere
+        -- connection end and retries the request elsewhere. (Any other
+        -- cancellation is answered: the pool retries a "cancelled" error.)
         return
       else
         local e = type(r) == "table" and { kind = r.kind or "error", message = tostring(r.message or r) }
