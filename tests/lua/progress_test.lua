@@ -105,6 +105,24 @@ t.test("tick redraws the line periodically on a terminal until finish", function
   t.eq(q.ticker, nil)
 end)
 
+t.test("finish stops the ticker even when its timer already fired", function()
+  -- the ticker's sleep completes (timer due) and finish cancels it before it
+  -- runs: it must not draw once more after the final clear
+  local task = require "mk.services.task"
+  local s = sink()
+  local p = progress.new { tty = true, stream = s, interval = 0 }
+  p:tick(0)
+  task.yield() -- the ticker starts and arms its timer
+  local t0 = task.now()
+  while task.now() - t0 < 0.003 do end -- the timer is now due
+  task.yield() -- the loop fires it: the ticker is queued behind us
+  p:finish()
+  local after = s:text()
+  task.yield()
+  task.yield()
+  t.eq(s:text(), after, "no redraw after finish")
+end)
+
 t.test("a long line is cut to the width", function()
   local p = progress.new { tty = false, stream = sink(), width = 30, label = string.rep("x", 50) }
   t.eq(#p:line(), 30)

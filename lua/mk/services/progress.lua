@@ -149,12 +149,17 @@ end
 function Progress:tick(interval)
   if not self.tty or self.ticker then return end
   if not task.current() then return end
-  self.ticker = task.spawn(function()
+  local me
+  me = task.spawn(function()
     while true do
       task.sleep(interval or 1)
+      -- finish may cancel us after the timer fired but before we ran: the
+      -- sleep then returns normally, so look before drawing again
+      if self.ticker ~= me then return end
       self:draw(true)
     end
   end)
+  self.ticker = me
 end
 
 --- Clear the status line (terminal) so following output starts clean.
