@@ -873,7 +873,7 @@ function M.bench(task, build, opts)
   end
   local bytes = meta.per_set_bytes * (meta.sets + 1 + #probes) + meta.flush_bytes
   local timeout = opts.timeout or 2 * task.timeout
-  local st, j = run_runner(task, build, tests_dir, table.concat(plan, "\n") .. "\n", n,
+  local st, j, rproc = run_runner(task, build, tests_dir, table.concat(plan, "\n") .. "\n", n,
     { timeout = timeout, threads = opts.threads, mem_mb = opts.mem_mb, scratch = sdir, cpu = opts.cpu }, bytes)
   if st then drop(); st.correct = false; return st end
   local wall = require("mk.services.task").now() - t0
@@ -881,7 +881,11 @@ function M.bench(task, build, opts)
     latency_s = j.median_s, min_s = j.min_s, max_s = j.max_s, p10_s = j.p10_s, p90_s = j.p90_s,
     median_undisturbed_s = j.median_undisturbed_s, undisturbed = math.tointeger(j.clean),
     spread = j.median_s > 0 and (j.p90_s - j.p10_s) / j.median_s or 0, counters = j.counters,
-    counters_error = j.counters_error ~= cjson.null and j.counters_error or nil, correct = false, check_s = 0 }
+    counters_error = j.counters_error ~= cjson.null and j.counters_error or nil, correct = false, check_s = 0,
+    -- the benchmark process's own time: input sets made, the call loop (and in
+    -- it the per-call poisoning and output checks), probes, outputs written
+    runner = { setup_s = j.setup_s, loop_s = j.loop_s, prep_s = j.prep_s, verify_s = j.verify_s, outs_s = j.outs_s,
+      probes_s = j.probes_s, process_s = rproc and rproc.wall_s } }
   if j.bad_calls and j.bad_calls > 0 then
     drop()
     return result("incorrect", "the outputs changed between timed calls on the same inputs (" .. math.tointeger(j.bad_calls)

@@ -75,6 +75,13 @@ t.test("two evaluators of one task share one read-only frozen suite; the second 
   end
   t.ok(r.timing.compile_s > 0 and r.timing.test_s > 0 and r.timing.bench_s > 0 and r.timing.check_s > 0)
   t.ok(r.timing.compile_s + r.timing.test_s + r.timing.bench_s + r.timing.check_s <= r.timing.wall_s + 1e-6)
+  -- the benchmark process's parts: the loop holds its poisoning and checks,
+  -- and all of them fit in the process's wall time and in bench_s
+  local bp = r.timing.bench_parts
+  t.ok(bp and bp.loop_s > 0 and bp.prep_s > 0 and bp.verify_s > 0, "bench_parts")
+  t.ok(bp.prep_s + bp.verify_s <= bp.loop_s + 1e-6, "prep + verify within the loop")
+  t.ok(bp.setup_s + bp.loop_s + bp.probes_s + bp.outs_s <= bp.process_s + 1e-6, "parts within the process")
+  t.ok(bp.process_s <= r.timing.bench_s + 1e-6, "process within bench_s")
   -- cpu_s: what its processes (compiler, runner, checker) used, measured by
   -- their wrapper: more than nothing, less than 256 cores all along
   t.ok(r.cpu_s > 0.02, "cpu_s " .. tostring(r.cpu_s))

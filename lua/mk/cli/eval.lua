@@ -103,7 +103,14 @@ function M.run(args)
     }
     if r.timing then
       out.timing = {}
-      for k, v in pairs(r.timing) do out.timing[k] = num(v) end
+      for k, v in pairs(r.timing) do
+        if type(v) == "table" then -- bench_parts: {name = seconds}
+          out.timing[k] = {}
+          for k2, v2 in pairs(v) do out.timing[k][k2] = num(v2) end
+        else
+          out.timing[k] = num(v)
+        end
+      end
     end
     if r.profile then
       local p = r.profile

@@ -340,7 +340,8 @@ function Evaluator:evaluate(files, opts)
     r.cpu_s = acct.cpu.s
     r.wall_s = task_lib.now() - t0
     local tm = { compile_s = acct.compile_s, test_s = acct.test_s, bench_s = acct.bench_s, check_s = acct.check_s,
-      queue_s = acct.queue_s, setup_s = setup_s + (acct.setup_s or 0), wall_s = r.wall_s }
+      queue_s = acct.queue_s, setup_s = setup_s + (acct.setup_s or 0), wall_s = r.wall_s,
+      bench_parts = acct.bench_parts }
     tm.engine_s = math.max(0, r.wall_s - tm.compile_s - tm.test_s - tm.bench_s - tm.check_s - tm.queue_s - tm.setup_s)
     r.timing = tm
     if r.status ~= "infra" then self.cache[key] = r end -- the next try may find the machine mended
@@ -399,6 +400,7 @@ function Evaluator:evaluate(files, opts)
     self:_bench_opts { counters = opts.profile, probes = self.opts.probes or 3, cpu = acct.cpu })
   device_s = device_s + (br.wall_s or 0)
   add_bench(acct, br)
+  acct.bench_parts = br.runner
   if br.status ~= "ok" then
     return finish(fail(br.status, br.message, { tune = tune }))
   end
