@@ -2,9 +2,11 @@
 -- as `mkengine run` makes it (suite frozen and baseline measured first, not
 -- timed), then N candidates of the task's scripted bank, each a source not
 -- seen before, evaluated as a strategy does (profile on, no autotune).
---   mkengine script bench/eval_candidate_bench.lua [TASK] [ROWS COLS] [N=10]
+--   mkengine script bench/eval_candidate_bench.lua [TASK] [ROWS COLS] [N=10] [GAP=0]
 -- TASK defaults to examples/tasks/c/rmsnorm; ROWS COLS override its
--- benchmark size. Prints each candidate's wall time, the CPU time of the
+-- benchmark size (- - keeps it). GAP: seconds between candidates, as the
+-- model's reply takes inside a run (not counted in any candidate's time;
+-- the evaluator uses it to make the next candidate's probes ahead). Prints each candidate's wall time, the CPU time of the
 -- processes it ran (compiler, runner, checker, sandbox: from
 -- /proc/self/stat, so it does not depend on other sessions' load), the
 -- time breakdown (`timing`) when the engine reports one, and medians.
@@ -15,6 +17,7 @@ local eval = require "mk.search.eval"
 local TASK = arg and arg[1] or "examples/tasks/c/rmsnorm"
 local rows, cols = tonumber(arg and arg[2]), tonumber(arg and arg[3])
 local N = tonumber(arg and arg[4]) or 10
+local GAP = tonumber(arg and arg[5]) or 0
 
 -- CPU seconds of this process's waited-for children (utime + stime).
 local function children_cpu()
@@ -56,7 +59,10 @@ assert(#bank > 0, "no scripted bank in " .. TASK)
 
 local walls, cpus, ok_walls, parts = {}, {}, {}, {}
 local KEYS = { "compile_s", "test_s", "bench_s", "check_s", "queue_s", "setup_s", "engine_s" }
+if GAP > 0 then print(string.format("%.1f s between candidates (the model's time in a run; not counted)", GAP)) end
+local bparts = {}
 for i = 1, N do
+  if GAP > 0 then task_lib.sleep(GAP) end
   local name = bank[(i - 1) % #bank + 1]
   local src = fs.read(TASK .. "/scripted/" .. name) .. string.format("\n/* candidate %d %d */\n", i, os.time())
   local c0, w0 = children_cpu(), task_lib.now()
@@ -74,6 +80,12 @@ for i = 1, N do
       ps[#ps + 1] = string.format("%s %.2f", k:gsub("_s$", ""), tm[k] or 0)
     end
     line = " = " .. table.concat(ps, ", ")
+    if r.status == "ok" and tm.bench_parts then
+      for k, v in pairs(tm.bench_parts) do
+        bparts[k] = bparts[k] or {}
+        bparts[k][#bparts[k] + 1] = v
+      end
+    end
   end
   print(string.format("%2d %-14s %-13s wall %6.2f s, child CPU %5.2f s%s", i, name, r.status, wall, cpu, line))
 end
@@ -83,5 +95,12 @@ if next(parts) then
   local ps = {}
   for _, k in ipairs(KEYS) do ps[#ps + 1] = string.format("%s %.2f", k, median(parts[k])) end
   print("medians: " .. table.concat(ps, ", "))
+end
+if next(bparts) then
+  local ks, ps = {}, {}
+  for k in pairs(bparts) do ks[#ks + 1] = k end
+  table.sort(ks)
+  for _, k in ipairs(ks) do ps[#ps + 1] = string.format("%s %.2f", k, median(bparts[k])) end
+  print("correct ones, the benchmark process (medians): " .. table.concat(ps, ", "))
 end
 ev:close()

@@ -836,6 +836,13 @@ end
 
 local probe_reference -- defined with the probe check below
 
+-- n fresh-input probe cases at the benchmark size, seeded from a nonce
+local function draw_probes(meta, n, count)
+  local probes, base_seed = {}, tonumber(n:sub(1, 7), 16)
+  for i = 1, count do probes[i] = { id = "probe" .. i, sizes = meta.bench_sizes, seed = 100000 + base_seed + i } end
+  return probes
+end
+
 --- Benchmark a build at the benchmark size (outputs of timed calls checked).
 function M.bench(task, build, opts)
   opts = opts or {}
@@ -849,24 +856,36 @@ function M.bench(task, build, opts)
   local by_id = {}
   local n = nonce()
   local sdir, blob, drop = scratch_blob(opts, build, n, "bench")
+  -- timed calls: at least min_time s, then on while the median is not
+  -- known to 2.5%, up to max_time s (targets/c/runner.c, median_settled)
+  local min_time = opts.min_time or 0.5
   local plan = { "nonce " .. n, "mode bench", "so " .. build.so, "blob " .. blob,
     string.format("tol %.9g %.9g", task.tolerance.atol, task.tolerance.rtol),
-    string.format("bench %d %.6g %d %d %d", opts.warmup or 3, opts.min_time or 1.0, opts.min_reps or 5,
-      opts.max_reps or 200, math.tointeger(meta.flush_bytes) or 0),
+    string.format("bench %d %.6g %d %d %d %.6g", opts.warmup or 3, min_time, opts.min_reps or 5,
+      opts.max_reps or 200, math.tointeger(meta.flush_bytes) or 0, opts.max_time or 2 * min_time),
     "counters " .. (opts.counters and 1 or 0) }
   for _, c in ipairs(cases) do
     by_id[c.id] = c
     plan[#plan + 1] = case_plan(task, c, tests_dir, "file", false)
   end
-  -- fresh-input probes: seeds drawn now, never frozen, never seen before
+  -- fresh-input probes: seeds drawn now (or, with opts.probe_stock, drawn
+  -- when the reference's outputs for them were made ahead), never frozen,
+  -- never seen before by any candidate
   local probes = {}
   local ref_so = tests_dir .. "/.reference/kernel.so"
+  local stock = opts.probe_stock
+  if stock and (stock.tests_dir ~= tests_dir or #stock.probes ~= (opts.probes or 0)) then
+    fs.rm_rf(stock.ref.pdir)
+    stock = nil
+  end
+  if stock then
+    local drop0 = drop
+    drop = function() drop0(); fs.rm_rf(stock.ref.pdir) end
+  end
   if (opts.probes or 0) > 0 and fs.exists(ref_so) then
     plan[#plan + 1] = "probes " .. math.tointeger(opts.probes)
-    local base_seed = tonumber(n:sub(1, 7), 16)
-    for i = 1, opts.probes do
-      local c = { id = "probe" .. i, sizes = meta.bench_sizes, seed = 100000 + base_seed + i }
-      probes[#probes + 1] = c
+    probes = stock and stock.probes or draw_probes(meta, n, opts.probes)
+    for _, c in ipairs(probes) do
       by_id[c.id] = c
       plan[#plan + 1] = case_plan(task, c, tests_dir, "fresh", false)
     end
@@ -884,6 +903,7 @@ function M.bench(task, build, opts)
     counters_error = j.counters_error ~= cjson.null and j.counters_error or nil, correct = false, check_s = 0,
     -- the benchmark process's own time: input sets made, the call loop (and in
     -- it the per-call poisoning and output checks), probes, outputs written
+    probes_ahead = stock and true or nil, -- the reference's probe outputs were made before this benchmark
     runner = { setup_s = j.setup_s, loop_s = j.loop_s, prep_s = j.prep_s, verify_s = j.verify_s, outs_s = j.outs_s,
       probes_s = j.probes_s, process_s = rproc and rproc.wall_s } }
   if j.bad_calls and j.bad_calls > 0 then
@@ -900,8 +920,9 @@ function M.bench(task, build, opts)
   -- frozen outputs (one is mostly generation, the other reading memory);
   -- it is awaited before anything returns, and before its directory goes
   local task_lib = require "mk.services.task"
-  local ref_h = #probes > 0 and task_lib.spawn(probe_reference, task, tests_dir, meta, blob, probes, opts)
+  local ref_h = #probes > 0 and not stock and task_lib.spawn(probe_reference, task, tests_dir, meta, blob, probes, opts)
   local function await_ref()
+    if stock then return stock.ref end
     if not ref_h then return nil end
     local w0 = task_lib.now()
     local ok, pr = pcall(task_lib.await, ref_h)
@@ -946,6 +967,25 @@ probe_reference = function(task, tests_dir, meta, blob, probes, opts)
     ro = { path_dir(bins.run), rdir }, timeout = 2 * task.timeout, threads = opts.threads,
     limits = runner_limits(meta.per_set_bytes * #probes), cpu = opts.cpu })
   return { r = r, n = n, pdir = pdir, rblob = rblob }
+end
+
+--- Fresh-input probes made ahead (the evaluator asks while the device
+--- would otherwise idle, e.g. while the search waits for the model): seeds
+--- drawn now and the reference's run on them done now, its outputs in a
+--- directory under opts.dir, which no candidate's sandbox shows. Handed
+--- to one later M.bench as opts.probe_stock, which then skips that run.
+function M.probe_prepare(task, tests_dir, count, opts)
+  opts = opts or {}
+  tests_dir = fs.realpath(tests_dir) or tests_dir
+  local meta = read_meta(tests_dir)
+  if not meta then return nil, "tests are not frozen in " .. tests_dir end
+  if not fs.exists(tests_dir .. "/.reference/kernel.so") then return nil, "no reference build" end
+  local task_lib = require "mk.services.task"
+  local t0 = task_lib.now()
+  local probes = draw_probes(meta, nonce(), count)
+  local ref = probe_reference(task, tests_dir, meta, (opts.dir or error("c.probe_prepare: opts.dir is required", 2))
+    .. "/stock.bin", probes, opts)
+  return { probes = probes, ref = ref, tests_dir = tests_dir, wall_s = task_lib.now() - t0 }
 end
 
 function M._check_probes(task, tests_dir, meta, blob, probes, outs, j, opts, base, ref_run)

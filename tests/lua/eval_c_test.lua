@@ -148,6 +148,37 @@ t.test("remeasure re-times the build evaluate made; files it never measured say 
   ev:close()
 end)
 
+t.test("timed calls go on past min_time while the median is unsettled, up to max_time", function()
+  -- correct outputs, but every other call spins a few ms longer: the median's
+  -- interval spans both modes, so the loop runs until max_time; with
+  -- max_time = min_time it stops at min_time as before
+  local ev = eval.new(RMS, { bench_sizes = { rows = 64, cols = 96 }, threads = 1, llc_bytes = 1 << 16 })
+  ev:freeze()
+  local src = fs.read(RMS .. "/reference.c") .. [[
+static int calls;
+void kernel_bimodal(const float *x, const float *scale, float *out, int rows, int cols) {
+  kernel_ref(x, scale, out, rows, cols);
+  if (++calls % 2) for (volatile long i = 0; i < 3000000; i++) {}
+}
+]]
+  src = src:gsub("void kernel%(", "static void kernel_ref(", 1):gsub("kernel_bimodal", "kernel")
+  local b = ev:_compile({ ["kernel.c"] = src })
+  t.eq(b.status, "ok", b.message)
+  local function timed(o)
+    local r = ev.target.bench(ev.task, b, ev:_bench_opts(o))
+    t.eq(r.status, "ok", r.message)
+    local sum = 0
+    for _, x in ipairs(r.times) do sum = sum + x end
+    return sum, r
+  end
+  local long = timed { min_time = 0.05, max_time = 0.3, max_reps = 2000, warmup = 1 }
+  t.ok(long >= 0.3, "unsettled: timed until max_time, got " .. long)
+  local short, r = timed { min_time = 0.05, max_time = 0.05, max_reps = 2000, warmup = 1 }
+  t.ok(short >= 0.05 and short < 0.1, "max_time = min_time: stops at min_time, got " .. short)
+  t.ok(r.reps >= 5)
+  ev:close()
+end)
+
 t.test("evaluate reports statuses, speedup and a profile with achieved rates and a bound", function()
   local ev = eval.new(RMS, { bench_sizes = { rows = 64, cols = 96 }, threads = 1, llc_bytes = 1 << 16,
     bench = { min_time = 0.02 } })

@@ -89,6 +89,30 @@ t.test("nothing escaped: no files written outside, frozen tests still verify", f
   end
 end)
 
+t.test("probes made ahead: hidden from the candidate, used once, and they still catch cheats", function()
+  local task_lib = require "mk.services.task"
+  for _, case in ipairs { { "rmsnorm", "probe_wrong.c", "incorrect" }, { "matmul", "memo_copy.c", "rejected" } } do
+    local ev = evaluator(case[1])
+    ev:baseline()
+    t.ok(ev.stock_h, "a stock is being made after the baseline")
+    local stock = task_lib.await(ev.stock_h)
+    t.eq(#stock.probes, 3)
+    t.ok(fs.exists(stock.ref.rblob), "the reference's outputs are ready")
+    -- beside the benchmarks' directories in the scratch root, never inside
+    -- one (only a benchmark's own directory is bound into its sandbox)
+    t.eq(stock.ref.pdir:match("^(.*)/[^/]+$"), ev.scratch)
+    t.eq(stock.ref.pdir:match("/probe%-ref%-%x+$") ~= nil, true)
+    -- (a source this evaluator has not seen: not an earlier result from its cache)
+    local r = ev:evaluate(fill(fs.read(DIR .. "/" .. case[2]), ev) .. "/* made ahead */\n")
+    t.eq(r.status, case[3], case[2] .. ": " .. tostring(r.message))
+    t.eq(r.probes_ahead, true, "the benchmark used the stock")
+    t.ok(not fs.exists(stock.ref.pdir), "a stock is used by one benchmark, then removed")
+    t.ok(ev.stock_h, "the next stock is being made")
+    -- the stock's run is device time of the candidate that used it
+    t.ok(r.device_s >= stock.wall_s, "device_s counts the stock's run")
+  end
+end)
+
 t.test("after the hostile set the engine still evaluates a good kernel", function()
   local ev = evaluator("rmsnorm")
   local r = ev:evaluate(fs.read("examples/tasks/c/rmsnorm/scripted/simd.c"))

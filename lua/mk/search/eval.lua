@@ -171,7 +171,8 @@ end
 
 function Evaluator:_bench_opts(extra)
   local b = self.opts.bench or {}
-  local o = { tests_dir = self.tests_dir, threads = self.opts.threads, min_time = b.min_time, warmup = b.warmup,
+  local o = { tests_dir = self.tests_dir, threads = self.opts.threads, min_time = b.min_time, max_time = b.max_time,
+    warmup = b.warmup,
     min_reps = b.min_reps, max_reps = b.max_reps, timeout = self.opts.timeout and 2 * self.opts.timeout or nil,
     mem_mb = self.opts.mem_mb, scratch = self.scratch }
   for k, v in pairs(extra or {}) do o[k] = v end
@@ -192,7 +193,8 @@ function Evaluator:baseline()
   local bkey
   if self.opts.baseline_cache and self.suite_key and self.target.machine_key then
     bkey = suites.baseline_key(self.suite_key, self.target.machine_key(self.opts.threads), {
-      min_time = bopts.min_time, warmup = bopts.warmup, min_reps = bopts.min_reps, max_reps = bopts.max_reps })
+      min_time = bopts.min_time, max_time = bopts.max_time, warmup = bopts.warmup, min_reps = bopts.min_reps,
+      max_reps = bopts.max_reps, rule = 2 }) -- rule 2: the defaults and stopping rule of 2026-12-03
     local hit = suites.get_baseline(bkey)
     if hit then
       hit.cached = true
@@ -205,6 +207,7 @@ function Evaluator:baseline()
     { __tostring = function(e) return "baseline: " .. e.message end }), 0) end
   if bkey then suites.put_baseline(bkey, r) end
   self.base = r
+  self:_restock(self.opts.probes or 3) -- the first candidate's probes, made while the model writes it
   return r
 end
 
@@ -395,14 +398,19 @@ function Evaluator:evaluate(files, opts)
     if best then build = best end
   end
 
-  -- the final benchmark also times fresh inputs (probes) against caching cheats
+  -- the final benchmark also times fresh inputs (probes) against caching
+  -- cheats; the reference's outputs for them were made ahead when possible
+  local nprobes = self.opts.probes or 3
+  local stock = self:_take_stock(acct)
+  if stock then device_s = device_s + (stock.wall_s or 0) end
   local br = self:_exclusive_q(acct, self.target.bench, self.task, build,
-    self:_bench_opts { counters = opts.profile, probes = self.opts.probes or 3, cpu = acct.cpu })
+    self:_bench_opts { counters = opts.profile, probes = nprobes, cpu = acct.cpu, probe_stock = stock })
+  self:_restock(nprobes)
   device_s = device_s + (br.wall_s or 0)
   add_bench(acct, br)
   acct.bench_parts = br.runner
   if br.status ~= "ok" then
-    return finish(fail(br.status, br.message, { tune = tune }))
+    return finish(fail(br.status, br.message, { tune = tune, probes_ahead = br.probes_ahead }))
   end
   local tb0 = task_lib.now()
   local base = self:baseline()
@@ -411,6 +419,7 @@ function Evaluator:evaluate(files, opts)
     status = "ok", correct = true, latency_s = br.latency_s, spread = br.spread, reps = br.reps,
     baseline_latency_s = base.latency_s, speedup = base.latency_s / br.latency_s, tune = tune,
     timing_kind = br.timing_kind, -- "interpret": an interpreter's speed, not a kernel timing
+    probes_ahead = br.probes_ahead, -- the probes' reference outputs were made before the benchmark
   }
   local fmt_s = self.target.fmt_s or util.fmt_s
   r.message = string.format("correct; %s per call vs baseline %s (%.2fx)%s", fmt_s(r.latency_s),
@@ -465,7 +474,35 @@ end
 
 --- Remove the evaluator's private directory (tests included unless they
 --- were given as opts.tests_dir outside it).
+-- Probes made ahead (targets with probe_prepare, e.g. C): the reference's
+-- run on fresh probe inputs takes the device right after a benchmark, so
+-- that it overlaps the next model call instead of the next candidate's
+-- check. One stock at a time; each is used by one benchmark.
+function Evaluator:_restock(n)
+  if self.stock_h or self.closed or not self.target.probe_prepare or n <= 0 or self.opts.probe_stock == false then
+    return
+  end
+  self.stock_h = task_lib.spawn(function()
+    return self:_exclusive(self.target.probe_prepare, self.task, self.tests_dir, n,
+      { dir = self.scratch, threads = self.opts.threads })
+  end)
+end
+
+-- The stock, awaited if it is still being made (that wait is the
+-- candidate's check time, as the reference's run would have been).
+function Evaluator:_take_stock(acct)
+  local h = self.stock_h
+  if not h then return nil end
+  self.stock_h = nil
+  local w0 = task_lib.now()
+  local ok, stock = pcall(task_lib.await, h)
+  acct.check_s = acct.check_s + (task_lib.now() - w0)
+  return ok and stock or nil
+end
+
 function Evaluator:close()
+  self.closed = true
+  if self.stock_h then self.stock_h:cancel(); self.stock_h = nil end
   if self.target.release then self.target.release() end -- e.g. pallas's pre-started harness processes
   -- frozen files are read-only, but their directories are not: rm_rf works
   if self.root and not self.opts.workdir and not self.opts.keep then fs.rm_rf(self.root) end
