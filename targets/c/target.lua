@@ -768,8 +768,10 @@ local function run_runner(task, build, tests_dir, plan_body, nonce_hex, opts, by
   local timeout = opts.timeout or task.timeout
   local limits = runner_limits(bytes)
   if opts.mem_mb then limits.mem_mb = math.max(opts.mem_mb, 256 + 2 * math.ceil(bytes / 1048576)) end
+  local ro = { path_dir(bins.run), tests_dir .. "/inputs" }
+  for _, d in ipairs(opts.ro or {}) do ro[#ro + 1] = d end
   local r, err = run_sandboxed({ bins.run }, { workdir = build.workdir, stdin = plan_body,
-    ro = { path_dir(bins.run), tests_dir .. "/inputs" }, rw = opts.scratch and { opts.scratch } or nil,
+    ro = ro, rw = opts.scratch and { opts.scratch } or nil,
     timeout = timeout, threads = opts.threads, limits = limits, cpu = opts.cpu })
   if not r then return result("error", "cannot run the runner: " .. tostring(err and err.message)) end
   local st, j = classify(r, nonce_hex, timeout, limits)
@@ -875,25 +877,30 @@ function M.bench(task, build, opts)
   local ref_so = tests_dir .. "/.reference/kernel.so"
   local stock = opts.probe_stock
   if stock and (stock.tests_dir ~= tests_dir or #stock.probes ~= (opts.probes or 0)) then
-    fs.rm_rf(stock.ref.pdir)
+    M.probe_discard(stock)
     stock = nil
   end
   if stock then
     local drop0 = drop
-    drop = function() drop0(); fs.rm_rf(stock.ref.pdir) end
+    drop = function() drop0(); M.probe_discard(stock) end
   end
   if (opts.probes or 0) > 0 and fs.exists(ref_so) then
     plan[#plan + 1] = "probes " .. math.tointeger(opts.probes)
     probes = stock and stock.probes or draw_probes(meta, n, opts.probes)
     for _, c in ipairs(probes) do
       by_id[c.id] = c
-      plan[#plan + 1] = case_plan(task, c, tests_dir, "fresh", false)
+      if stock and stock.ref.inputs_root then -- made ahead: mapped from its files
+        plan[#plan + 1] = case_plan(task, c, stock.ref.inputs_root, "file", false)
+      else
+        plan[#plan + 1] = case_plan(task, c, tests_dir, "fresh", false)
+      end
     end
   end
   local bytes = meta.per_set_bytes * (meta.sets + 1 + #probes) + meta.flush_bytes
   local timeout = opts.timeout or 2 * task.timeout
   local st, j, rproc = run_runner(task, build, tests_dir, table.concat(plan, "\n") .. "\n", n,
-    { timeout = timeout, threads = opts.threads, mem_mb = opts.mem_mb, scratch = sdir, cpu = opts.cpu }, bytes)
+    { timeout = timeout, threads = opts.threads, mem_mb = opts.mem_mb, scratch = sdir, cpu = opts.cpu,
+      ro = stock and stock.ref.inputs_root and #probes > 0 and { stock.ref.inputs_root .. "/inputs" } or nil }, bytes)
   if st then drop(); st.correct = false; return st end
   local wall = require("mk.services.task").now() - t0
   local base = { wall_s = wall, reps = math.tointeger(j.reps), sets = math.tointeger(j.sets), times = j.times,
@@ -930,7 +937,25 @@ function M.bench(task, build, opts)
     base.check_s = base.check_s + (task_lib.now() - w0)
     return ok and pr or { error = tostring(pr) }
   end
-  local function fail_with(r) await_ref(); drop(); return r end
+  -- with the reference's probe outputs made ahead, the probes are checked
+  -- beside the frozen outputs (two checker processes, one per core);
+  -- check_s is then the wall time of the pair, not the sum
+  local probe_h, check0, pair0
+  local pbase = { check_s = 0 } -- the probe check's own result table while it runs beside
+  if stock and #probes > 0 then
+    check0, pair0 = base.check_s, task_lib.now()
+    probe_h = task_lib.spawn(M._check_probes, task, tests_dir, meta, blob, probes, probe_outs, j, opts, pbase, stock.ref)
+  end
+  local function await_probes()
+    if not probe_h then return nil end
+    local ok, pr = pcall(task_lib.await, probe_h)
+    probe_h = nil
+    base.check_s = check0 + (task_lib.now() - pair0)
+    base.probe_s, base.probe_cpu_s, base.cpu_per_call_s = pbase.probe_s, pbase.probe_cpu_s, pbase.cpu_per_call_s
+    if not ok then return result("error", "probe check failed: " .. tostring(pr), base) end
+    return pr and result(pr.status, pr.message, base)
+  end
+  local function fail_with(r) await_ref(); await_probes(); drop(); return r end
   local cr, cerr = check_outputs(task, tests_dir, meta, blob, frozen_outs, by_id, base, opts.cpu)
   if not cr then return fail_with(result("error", cerr, base)) end
   if not cr.ok then return fail_with(result("error", "check failed: " .. tostring(cr.error), base)) end
@@ -939,7 +964,9 @@ function M.bench(task, build, opts)
     if not x.ok then return fail_with(result("incorrect", "at the benchmark size: " .. x.message, base)) end
   end
   if #probes > 0 then
-    local pr = M._check_probes(task, tests_dir, meta, blob, probes, probe_outs, j, opts, base, await_ref())
+    local pr
+    if stock then pr = await_probes()
+    else pr = M._check_probes(task, tests_dir, meta, blob, probes, probe_outs, j, opts, base, await_ref()) end
     if pr then drop(); return pr end
   end
   drop()
@@ -954,18 +981,28 @@ end
 -- The reference's sandboxed run on the probe inputs, in a scratch
 -- directory of its own beside the candidate's blob (the frozen suite,
 -- shared by runs, is only read): {r, n, pdir, rblob}.
-probe_reference = function(task, tests_dir, meta, blob, probes, opts)
+-- With save_root, the generated inputs are also saved, as
+-- save_root/inputs/<case>/<arg>.bin, for the candidate's runner to map.
+probe_reference = function(task, tests_dir, meta, blob, probes, opts, save_root)
   local n = nonce()
   local rdir = tests_dir .. "/.reference"
   local pdir = path_dir(blob) .. "/probe-ref-" .. n
   fs.mkdirs(pdir)
   local rblob = pdir .. "/probe.bin"
   local plan = { "nonce " .. n, "mode test", "so " .. rdir .. "/kernel.so", "blob " .. rblob }
-  for _, c in ipairs(probes) do plan[#plan + 1] = case_plan(task, c, tests_dir, "fresh", false) end
+  if save_root then plan[#plan + 1] = "trusted 1" end
+  for _, c in ipairs(probes) do
+    if save_root then
+      fs.mkdirs(save_root .. "/inputs/" .. c.id)
+      plan[#plan + 1] = case_plan(task, c, save_root, "gen", false)
+    else
+      plan[#plan + 1] = case_plan(task, c, tests_dir, "fresh", false)
+    end
+  end
   local bins = M.binaries()
   local r = run_sandboxed({ bins.run }, { workdir = pdir, stdin = table.concat(plan, "\n") .. "\n",
-    ro = { path_dir(bins.run), rdir }, timeout = 2 * task.timeout, threads = opts.threads,
-    limits = runner_limits(meta.per_set_bytes * #probes), cpu = opts.cpu })
+    ro = { path_dir(bins.run), rdir }, rw = save_root and { save_root } or nil, timeout = 2 * task.timeout,
+    threads = opts.threads, limits = runner_limits(meta.per_set_bytes * #probes), cpu = opts.cpu })
   return { r = r, n = n, pdir = pdir, rblob = rblob }
 end
 
@@ -982,10 +1019,22 @@ function M.probe_prepare(task, tests_dir, count, opts)
   if not fs.exists(tests_dir .. "/.reference/kernel.so") then return nil, "no reference build" end
   local task_lib = require "mk.services.task"
   local t0 = task_lib.now()
+  local dir = opts.dir or error("c.probe_prepare: opts.dir is required", 2)
   local probes = draw_probes(meta, nonce(), count)
-  local ref = probe_reference(task, tests_dir, meta, (opts.dir or error("c.probe_prepare: opts.dir is required", 2))
-    .. "/stock.bin", probes, opts)
+  -- the inputs in a directory of their own, which the candidate's runner
+  -- maps read-only; the reference's outputs stay in probe-ref-*, which no
+  -- candidate sees
+  local inputs_root = dir .. "/probe-in-" .. nonce()
+  local ref = probe_reference(task, tests_dir, meta, dir .. "/stock.bin", probes, opts, inputs_root)
+  ref.inputs_root = inputs_root
   return { probes = probes, ref = ref, tests_dir = tests_dir, wall_s = task_lib.now() - t0 }
+end
+
+--- Remove what probe_prepare made (a stock no benchmark will use).
+function M.probe_discard(stock)
+  if not (stock and stock.ref) then return end
+  fs.rm_rf(stock.ref.pdir)
+  if stock.ref.inputs_root then fs.rm_rf(stock.ref.inputs_root) end
 end
 
 function M._check_probes(task, tests_dir, meta, blob, probes, outs, j, opts, base, ref_run)

@@ -102,11 +102,17 @@ t.test("probes made ahead: hidden from the candidate, used once, and they still 
     -- one (only a benchmark's own directory is bound into its sandbox)
     t.eq(stock.ref.pdir:match("^(.*)/[^/]+$"), ev.scratch)
     t.eq(stock.ref.pdir:match("/probe%-ref%-%x+$") ~= nil, true)
+    -- the probes' inputs, saved by the reference's run, in a directory of
+    -- their own that the candidate's runner maps (the outputs stay apart)
+    t.eq(stock.ref.inputs_root:match("^(.*)/[^/]+$"), ev.scratch)
+    t.ok(fs.exists(stock.ref.inputs_root .. "/inputs/probe1"), "probe inputs saved")
+    t.ok(not fs.exists(stock.ref.inputs_root .. "/probe.bin"), "no reference output beside the inputs")
     -- (a source this evaluator has not seen: not an earlier result from its cache)
     local r = ev:evaluate(fill(fs.read(DIR .. "/" .. case[2]), ev) .. "/* made ahead */\n")
     t.eq(r.status, case[3], case[2] .. ": " .. tostring(r.message))
     t.eq(r.probes_ahead, true, "the benchmark used the stock")
     t.ok(not fs.exists(stock.ref.pdir), "a stock is used by one benchmark, then removed")
+    t.ok(not fs.exists(stock.ref.inputs_root), "its inputs too")
     t.ok(ev.stock_h, "the next stock is being made")
     -- the stock's run is device time of the candidate that used it
     t.ok(r.device_s >= stock.wall_s, "device_s counts the stock's run")
