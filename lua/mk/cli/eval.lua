@@ -65,6 +65,7 @@ function M.run(args)
     timeout = opts.timeout, threads = opts.threads and math.tointeger(opts.threads), tests_dir = opts.tests_dir,
     bench = { min_time = opts.min_time }, keep = opts.keep,
     suite_cache = not opts.fresh, baseline_cache = not opts.fresh,
+    probe_stock = false, -- one candidate: nothing to make probes ahead for
   })
   local ok, r = pcall(function()
     local res = ev:evaluate({ [task.candidate_file] = src }, { tune = not opts.no_tune, profile = not opts.no_profile })

@@ -338,7 +338,9 @@ function Evaluator:evaluate(files, opts)
   local acct = { compile_s = 0, test_s = 0, bench_s = 0, check_s = 0, queue_s = 0, cpu = { s = 0 } }
   local setup_s = task_lib.now() - t0 -- freezing or verifying the suite, the first time
 
+  local restock -- probes to make ahead once this evaluation is done (profile included)
   local function finish(r)
+    if restock then self:_restock(restock) end
     r.device_s = device_s
     r.cpu_s = acct.cpu.s
     r.wall_s = task_lib.now() - t0
@@ -405,7 +407,7 @@ function Evaluator:evaluate(files, opts)
   if stock then device_s = device_s + (stock.wall_s or 0) end
   local br = self:_exclusive_q(acct, self.target.bench, self.task, build,
     self:_bench_opts { counters = opts.profile, probes = nprobes, cpu = acct.cpu, probe_stock = stock })
-  self:_restock(nprobes)
+  restock = nprobes
   device_s = device_s + (br.wall_s or 0)
   add_bench(acct, br)
   acct.bench_parts = br.runner
