@@ -773,7 +773,7 @@ class TestSuiteBanks(unittest.TestCase):
             # each bank: a correct kernel, a slower one, a wrong one, a
             # lowering error, a race only TPU interpret mode sees
             self.assertTrue({"fast", "slow", "incorrect", "compile_error", "race"} <= kinds, (tdir, kinds))
-        self.assertGreaterEqual(seen, 6 * 6)
+        self.assertGreaterEqual(seen, 8 * 6)  # rmsnorm and the 7 suite tasks, 6 kernels or more each
 
 
 def tearDownModule():
