@@ -119,6 +119,26 @@ t.test("probes made ahead: hidden from the candidate, used once, and they still 
   end
 end)
 
+t.test("an evaluator closed while its probes were about to be made leaves no files", function()
+  -- the stock task waits for the device; the device is freed (the task is
+  -- woken) and the evaluator closed before that task runs again
+  local task_lib = require "mk.services.task"
+  local ev = eval.new("examples/tasks/c/rmsnorm", { bench_sizes = { rows = 256, cols = 384 }, threads = 1,
+    llc_bytes = 1 << 20, timeout = 10, mem_mb = 512, bench = { min_time = 0.05, min_reps = 5 },
+    suite_cache = true }) -- a shared suite outlives the evaluator, as in runs
+  ev:baseline()
+  task_lib.await(ev.stock_h)
+  ev.stock_h = nil
+  local scratch = ev.scratch
+  ev:_exclusive(function()
+    ev:_restock(3)
+    task_lib.yield() -- the stock task now waits for the device we hold
+  end)
+  ev:close()
+  for _ = 1, 5 do task_lib.yield() end
+  t.ok(not fs.exists(scratch), "nothing under " .. scratch)
+end)
+
 t.test("after the hostile set the engine still evaluates a good kernel", function()
   local ev = evaluator("rmsnorm")
   local r = ev:evaluate(fs.read("examples/tasks/c/rmsnorm/scripted/simd.c"))

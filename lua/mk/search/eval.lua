@@ -485,8 +485,12 @@ function Evaluator:_restock(n)
     return
   end
   self.stock_h = task_lib.spawn(function()
-    return self:_exclusive(self.target.probe_prepare, self.task, self.tests_dir, n,
-      { dir = self.scratch, threads = self.opts.threads })
+    return self:_exclusive(function()
+      -- closed while this task was waking up for the device: a cancel
+      -- reaches it only at its next wait, so look before making files
+      if self.closed then return nil end
+      return self.target.probe_prepare(self.task, self.tests_dir, n, { dir = self.scratch, threads = self.opts.threads })
+    end)
   end)
 end
 
