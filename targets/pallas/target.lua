@@ -649,7 +649,7 @@ function M.test(task, build, tests_dir, opts)
   end
   return {
     status = c.status, correct = c.status == "ok", message = c.message, reason = c.reason, cases = cases,
-    wall_s = wall + (c.wall_s or 0), kind = c.kind,
+    wall_s = wall + (c.wall_s or 0), check_s = c.wall_s or 0, kind = c.kind,
   }
 end
 
@@ -709,14 +709,16 @@ function M.bench(task, build, opts)
   -- The timed runs' output, checked by a process that runs no candidate code.
   local c = harness("check", task_args(task, { "--tests", opts.tests_dir, "--outputs", outputs,
     "--cases", r.case, "--calls", "bench" }), { timeout = M.defaults.check_timeout, pool = "light", cpu = opts.cpu })
+  -- wall_s: the bench and its check; check_s: the check's share
+  local cw = c.wall_s or 0
   if c.status ~= "ok" then
-    return { status = c.status, correct = false, reason = c.reason, kind = c.kind, wall_s = r.wall_s,
-      message = "output of the timed runs is wrong: " .. tostring(c.message) }
+    return { status = c.status, correct = false, reason = c.reason, kind = c.kind, wall_s = (r.wall_s or 0) + cw,
+      check_s = cw, message = "output of the timed runs is wrong: " .. tostring(c.message) }
   end
   local s = timing(r)
   return {
     status = "ok", correct = true, latency_s = r.latency_s, spread = r.spread, min_s = s.min_s, max_s = s.max_s,
-    reps = math.tointeger(s.n) or s.n, method = r.method, message = "", wall_s = r.wall_s,
+    reps = math.tointeger(s.n) or s.n, method = r.method, message = "", wall_s = (r.wall_s or 0) + cw, check_s = cw,
     trace_error = r.trace_error, device = r.device_info, timing_kind = r.timing, interpret = r.interpret,
   }
 end

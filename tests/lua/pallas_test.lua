@@ -232,6 +232,11 @@ t.test("mk.search.eval evaluates a Pallas candidate: autotune keeps the correct 
   t.same(r.tune.params, { eps_scale = 1 })
   t.eq(#r.tune.tried, 2)
   t.contains(r.profile.text, "latency")
+  -- the separate check processes (tests and every benchmark's output) are
+  -- check time, not left unaccounted in engine_s
+  local tm = r.timing
+  t.ok(tm.check_s > 0, "check_s " .. tostring(tm.check_s))
+  t.ok(tm.compile_s + tm.test_s + tm.bench_s + tm.check_s + tm.queue_s <= tm.wall_s + 1e-6)
   t.eq(ev:heldout(src).correct, true)
   local bad = ev:evaluate(read(CANDS .. "/zeros.py"))
   t.eq(bad.status, "incorrect")
