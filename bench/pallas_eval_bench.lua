@@ -49,8 +49,10 @@ for r = 1, rounds do
     local wall = task_lib.now() - t0
     assert(res.status == "ok", k .. ": " .. tostring(res.message))
     walls[#walls + 1], overheads[#overheads + 1] = wall, wall - own
-    print(string.format("  round %d %-16s wall %.2f s, candidate's own %.2f s, overhead %.2f s", r, k, wall, own,
-      wall - own))
+    local tm = res.timing or {}
+    print(string.format("  round %d %-16s wall %.2f s, candidate's own %.2f s, overhead %.2f s "
+      .. "(compile %.2f, test %.2f, bench %.2f, check %.2f, queue %.2f, engine %.2f)", r, k, wall, own, wall - own,
+      tm.compile_s or 0, tm.test_s or 0, tm.bench_s or 0, tm.check_s or 0, tm.queue_s or 0, tm.engine_s or 0))
   end
   ev:close()
 end
