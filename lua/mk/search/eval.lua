@@ -478,15 +478,20 @@ end
 --- Remove the evaluator's private directory (tests included unless they
 --- were given as opts.tests_dir outside it).
 -- Probes made ahead (targets with probe_prepare, e.g. C): the reference's
--- run on fresh probe inputs takes the device right after a benchmark, so
--- that it overlaps the next model call instead of the next candidate's
--- check. One stock at a time; each is used by one benchmark.
+-- run on fresh probe inputs starts right after an evaluation, so that it
+-- overlaps the next model call (and the next candidate's compile and
+-- tests) instead of the next candidate's check. One stock at a time; each
+-- is used by one benchmark.
 function Evaluator:_restock(n)
   if self.stock_h or self.closed or not self.target.probe_prepare or n <= 0 or self.opts.probe_stock == false then
     return
   end
   self.stock_h = task_lib.spawn(function()
-    return self:_exclusive(function()
+    -- on the CPU a shared slot, as a test run takes: it must not overlap a
+    -- timed benchmark, but compiles and tests may run beside it; on an
+    -- accelerator it holds the device
+    local take = self.cpu_shared and self._shared or self._exclusive
+    return take(self, function()
       -- closed while this task was waking up for the device: a cancel
       -- reaches it only at its next wait, so look before making files
       if self.closed then return nil end
