@@ -119,6 +119,26 @@ t.test("probes made ahead: hidden from the candidate, used once, and they still 
   end
 end)
 
+t.test("at the benchmark size inputs are mapped from their files, and still read-only", function()
+  -- big enough (> 1 MB per input) for the runner to map the frozen files;
+  -- the kernel writes its input only at the benchmark size, so the search
+  -- tests pass and the benchmark must catch it
+  local ev = eval.new("examples/tasks/c/rmsnorm", { bench_sizes = { rows = 1024, cols = 384 }, threads = 1,
+    llc_bytes = 1 << 20, timeout = 10, mem_mb = 1024, bench = { min_time = 0.05, min_reps = 5 }, probes = 0 })
+  local src = fs.read("examples/tasks/c/rmsnorm/reference.c"):gsub("void kernel%(", "static void ref_kernel(", 1) .. [[
+void kernel(const float *x, const float *scale, float *out, int rows, int cols) {
+  ref_kernel(x, scale, out, rows, cols);
+  if ((long)rows * cols >= 1024L * 384) ((float *)x)[0] = 0.0f;
+}
+]]
+  local r = ev:evaluate(src, { tune = false })
+  t.eq(r.status, "crash", r.message)
+  t.contains(r.message, "read-only input 'x'")
+  local good = ev:evaluate(fs.read("examples/tasks/c/rmsnorm/scripted/simd.c"), { tune = false })
+  t.eq(good.status, "ok", good.message)
+  ev:close()
+end)
+
 t.test("an evaluator closed while its probes were about to be made leaves no files", function()
   -- the stock task waits for the device; the device is freed (the task is
   -- woken) and the evaluator closed before that task runs again
