@@ -171,10 +171,11 @@ void kernel_bimodal(const float *x, const float *scale, float *out, int rows, in
     for _, x in ipairs(r.times) do sum = sum + x end
     return sum, r
   end
-  local long = timed { min_time = 0.05, max_time = 0.3, max_reps = 2000, warmup = 1 }
-  t.ok(long >= 0.3, "unsettled: timed until max_time, got " .. long)
+  local long = timed { min_time = 0.05, max_time = 0.5, max_reps = 2000, warmup = 1 }
+  t.ok(long >= 0.5, "unsettled: timed until max_time, got " .. long)
   local short, r = timed { min_time = 0.05, max_time = 0.05, max_reps = 2000, warmup = 1 }
-  t.ok(short >= 0.05 and short < 0.1, "max_time = min_time: stops at min_time, got " .. short)
+  -- (one call past min_time; a preempted call on a loaded machine may add)
+  t.ok(short >= 0.05 and short < 0.3, "max_time = min_time: stops at min_time, got " .. short)
   t.ok(r.reps >= 5)
   ev:close()
 end)
