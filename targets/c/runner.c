@@ -629,13 +629,21 @@ static void map_bench_inputs(void) {
   }
 }
 
+/* Name an input's pages in the SEGV report of a write to them. */
+static void add_range(const arg_t *a) {
+  if (nranges >= MAX_RANGES) return;
+  ranges[nranges].name = a->name;
+  ranges[nranges].lo = (uintptr_t)a->alloc;
+  ranges[nranges].hi = (uintptr_t)a->alloc + a->alloc_len;
+  nranges++;
+}
+
 static void setup_case(case_t *c) {
   for (int i = 0; i < c->nargs; i++) {
     arg_t *a = &c->args[i];
     if (a->kind == K_INT || a->kind == K_FLOAT) continue;
-    if (a->mapped) {
-      /* mapped from the frozen file before the kernel was loaded */
-    } else if (a->kind == K_IN) {
+    if (a->mapped) { add_range(a); continue; } /* mapped, read-only, before the kernel was loaded */
+    if (a->kind == K_IN) {
       /* Inputs live in their own pages, read-only during calls, so a kernel
        * writing its inputs faults and the report names the argument. */
       a->alloc_len = round_page(a->bytes ? a->bytes : 1);
@@ -650,8 +658,7 @@ static void setup_case(case_t *c) {
       fill_canary(a);
     }
     if (a->kind == K_OUT) { mkc_poison(a->buf, a->dt, a->count); continue; }
-    if (a->mapped) {
-    } else if (a->src == SRC_FILE) {
+    if (a->src == SRC_FILE) {
       size_t got = 0;
       while (got < a->bytes) {
         ssize_t r = read(a->in_fd, a->buf + got, a->bytes - got);
@@ -664,13 +671,8 @@ static void setup_case(case_t *c) {
     } else gen_fill(a);
     if (a->save_fd >= 0) { write_all_at(a->save_fd, a->buf, a->bytes, 0); close(a->save_fd); a->save_fd = -1; }
     if (a->kind == K_IN) {
-      if (!a->mapped) mprotect(a->alloc, a->alloc_len, PROT_READ);
-      if (nranges < MAX_RANGES) {
-        ranges[nranges].name = a->name;
-        ranges[nranges].lo = (uintptr_t)a->alloc;
-        ranges[nranges].hi = (uintptr_t)a->alloc + a->alloc_len;
-        nranges++;
-      }
+      mprotect(a->alloc, a->alloc_len, PROT_READ);
+      add_range(a);
     } else {
       a->pristine = big_alloc(a->bytes);
       if (!a->pristine) fail("out of memory");

@@ -889,7 +889,7 @@ function M.bench(task, build, opts)
     probes = stock and stock.probes or draw_probes(meta, n, opts.probes)
     for _, c in ipairs(probes) do
       by_id[c.id] = c
-      if stock and stock.ref.inputs_root then -- made ahead: mapped from its files
+      if stock then -- made ahead: mapped from its files
         plan[#plan + 1] = case_plan(task, c, stock.ref.inputs_root, "file", false)
       else
         plan[#plan + 1] = case_plan(task, c, tests_dir, "fresh", false)
@@ -900,7 +900,7 @@ function M.bench(task, build, opts)
   local timeout = opts.timeout or 2 * task.timeout
   local st, j, rproc = run_runner(task, build, tests_dir, table.concat(plan, "\n") .. "\n", n,
     { timeout = timeout, threads = opts.threads, mem_mb = opts.mem_mb, scratch = sdir, cpu = opts.cpu,
-      ro = stock and stock.ref.inputs_root and #probes > 0 and { stock.ref.inputs_root .. "/inputs" } or nil }, bytes)
+      ro = stock and #probes > 0 and { stock.ref.inputs_root .. "/inputs" } or nil }, bytes)
   if st then drop(); st.correct = false; return st end
   local wall = require("mk.services.task").now() - t0
   local base = { wall_s = wall, reps = math.tointeger(j.reps), sets = math.tointeger(j.sets), times = j.times,
@@ -908,9 +908,9 @@ function M.bench(task, build, opts)
     median_undisturbed_s = j.median_undisturbed_s, undisturbed = math.tointeger(j.clean),
     spread = j.median_s > 0 and (j.p90_s - j.p10_s) / j.median_s or 0, counters = j.counters,
     counters_error = j.counters_error ~= cjson.null and j.counters_error or nil, correct = false, check_s = 0,
+    probes_ahead = stock and true or nil, -- the reference's probe outputs were made before this benchmark
     -- the benchmark process's own time: input sets made, the call loop (and in
     -- it the per-call poisoning and output checks), probes, outputs written
-    probes_ahead = stock and true or nil, -- the reference's probe outputs were made before this benchmark
     runner = { setup_s = j.setup_s, loop_s = j.loop_s, prep_s = j.prep_s, verify_s = j.verify_s, outs_s = j.outs_s,
       probes_s = j.probes_s, process_s = rproc and rproc.wall_s } }
   if j.bad_calls and j.bad_calls > 0 then
@@ -1027,14 +1027,21 @@ function M.probe_prepare(task, tests_dir, count, opts)
   local inputs_root = dir .. "/probe-in-" .. nonce()
   local ref = probe_reference(task, tests_dir, meta, dir .. "/stock.bin", probes, opts, inputs_root)
   ref.inputs_root = inputs_root
+  -- a failed run gives no stock (its inputs may be missing: the candidate's
+  -- runner must not fail on them); the benchmark then runs it itself
+  local st, rj = classify(ref.r or { status = "exited", code = 1, stdout = "" }, ref.n, 2 * task.timeout)
+  if st then
+    M.probe_discard { ref = ref }
+    return nil, "the reference failed on probe inputs made ahead: " .. st.message
+  end
+  ref.j = rj
   return { probes = probes, ref = ref, tests_dir = tests_dir, wall_s = task_lib.now() - t0 }
 end
 
 --- Remove what probe_prepare made (a stock no benchmark will use).
 function M.probe_discard(stock)
-  if not (stock and stock.ref) then return end
   fs.rm_rf(stock.ref.pdir)
-  if stock.ref.inputs_root then fs.rm_rf(stock.ref.inputs_root) end
+  fs.rm_rf(stock.ref.inputs_root)
 end
 
 function M._check_probes(task, tests_dir, meta, blob, probes, outs, j, opts, base, ref_run)
@@ -1052,7 +1059,8 @@ function M._check_probes(task, tests_dir, meta, blob, probes, outs, j, opts, bas
   end
   if ref_run.error then return result("error", "the reference's probe run failed: " .. ref_run.error, base) end
   local n, pdir, rblob = ref_run.n, ref_run.pdir, ref_run.rblob
-  local st, rj = classify(ref_run.r or { status = "exited", code = 1, stdout = "" }, n, 2 * task.timeout)
+  local st, rj = nil, ref_run.j -- parsed already when made ahead
+  if not rj then st, rj = classify(ref_run.r or { status = "exited", code = 1, stdout = "" }, n, 2 * task.timeout) end
   if st then fs.rm_rf(pdir); return result("error", "the reference failed on the probe inputs: " .. st.message, base) end
   local ref = {}
   for _, cj in ipairs(rj.cases or {}) do

@@ -119,6 +119,19 @@ t.test("probes made ahead: hidden from the candidate, used once, and they still 
   end
 end)
 
+t.test("probes made ahead whose reference run fails give no stock and leave nothing behind", function()
+  -- a time limit no process meets: the reference's run times out
+  local c = require("mk.search.targets").get("c")
+  local ev = evaluator("rmsnorm")
+  local task = setmetatable({ timeout = 1e-3 }, { __index = ev.task })
+  if ev.stock_h then require("mk.services.task").await(ev.stock_h) end -- nothing else writes there meanwhile
+  local before = #(fs.list(ev.scratch) or {})
+  local stock, err = c.probe_prepare(task, ev.tests_dir, 3, { dir = ev.scratch })
+  t.eq(stock, nil)
+  t.contains(err, "the reference failed on probe inputs made ahead")
+  t.eq(#(fs.list(ev.scratch) or {}), before, "its directories are removed")
+end)
+
 t.test("at the benchmark size inputs are mapped from their files, and still read-only", function()
   -- big enough (> 1 MB per input) for the runner to map the frozen files;
   -- the kernel writes its input only at the benchmark size, so the search

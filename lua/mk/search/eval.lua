@@ -475,8 +475,6 @@ function Evaluator:heldout(files)
   return { correct = r.status == "ok", status = verdict(r.status), message = r.message, cases = r.cases }
 end
 
---- Remove the evaluator's private directory (tests included unless they
---- were given as opts.tests_dir outside it).
 -- Probes made ahead (targets with probe_prepare, e.g. C): the reference's
 -- run on fresh probe inputs starts right after an evaluation, so that it
 -- overlaps the next model call (and the next candidate's compile and
@@ -512,6 +510,8 @@ function Evaluator:_take_stock(acct)
   return ok and stock or nil
 end
 
+--- Remove the evaluator's private directory (tests included unless they
+--- were given as opts.tests_dir outside it).
 function Evaluator:close()
   self.closed = true
   if self.stock_h then self.stock_h:cancel(); self.stock_h = nil end
