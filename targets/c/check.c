@@ -24,6 +24,7 @@
  * "seal": [...]} (used to write the manifest and its seal; a file that
  * changes while it is hashed is an error), and `mkc-check --sha256 FILE`. */
 #include "common.h"
+#include "digest.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,7 +62,7 @@ static int verify_entry(entry_t *e, const char *root) {
     stat_id(path, id);
     if (id[0] && !strcmp(id, e->seal)) { e->verified = 1; return 0; }
   }
-  if (mkc_sha256_file(path, sha) != 0) return -1;
+  if (mk_sha256_file(path, sha) != 0) return -1;
   if (strcmp(sha, e->sha)) return -2;
   e->verified = 1;
   return 0;
@@ -326,7 +327,7 @@ static void sbuf_add(sbuf_t *b, const char *t) {
 /* The text of a file whose SHA-256 was recorded at freeze time. */
 static char *read_pinned(const char *path, const char *want, const char *what) {
   char sha[65];
-  if (mkc_sha256_file(path, sha) != 0) die("cannot read the %s %s", what, path);
+  if (mk_sha256_file(path, sha) != 0) die("cannot read the %s %s", what, path);
   if (strcmp(sha, want)) die("the %s %s changed since the tests were frozen", what, path);
   size_t len;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -348,7 +349,7 @@ static int hash_mode(char *plan) {
     snprintf(path, sizeof path, "%s/%s", dir, line);
     settle(path);
     stat_id(path, before);
-    if (mkc_sha256_file(path, sha) != 0) die("cannot read %s", path);
+    if (mk_sha256_file(path, sha) != 0) die("cannot read %s", path);
     stat_id(path, after);
     if (!before[0] || strcmp(before, after)) die("%s changed while it was hashed", path);
     printf("%s\"%s\"", n ? "," : "", sha);
@@ -365,7 +366,7 @@ static int hash_mode(char *plan) {
 int main(int argc, char **argv) {
   if (argc == 3 && !strcmp(argv[1], "--sha256")) {
     char sha[65];
-    if (mkc_sha256_file(argv[2], sha) != 0) { fprintf(stderr, "cannot read %s\n", argv[2]); return 1; }
+    if (mk_sha256_file(argv[2], sha) != 0) { fprintf(stderr, "cannot read %s\n", argv[2]); return 1; }
     printf("%s\n", sha);
     return 0;
   }

@@ -1,4 +1,4 @@
-/* common.c: element types, poison, SHA-256 (FIPS 180-4), hash64, plan lines. */
+/* common.c: element types, poison, hash64, plan lines. */
 #include "common.h"
 
 #include <errno.h>

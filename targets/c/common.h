@@ -1,12 +1,12 @@
 /* common.h: what the C target's runner and checker share: element types,
- * the NaN poison patterns, SHA-256 (manifest) and a fast 64-bit hash
- * (output blobs), and the whitespace-token plan reader. */
+ * the NaN poison patterns, a fast 64-bit hash (output blobs), and the
+ * whitespace-token plan reader. SHA-256 (manifest) is the engine's,
+ * engine/digest.h. */
 #ifndef MKC_COMMON_H
 #define MKC_COMMON_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include "sha256.h"
 
 typedef enum { MKC_F32, MKC_F64, MKC_I32, MKC_I64, MKC_BAD } mkc_dtype;
 
@@ -43,10 +43,6 @@ static inline double mkc_get(const void *buf, mkc_dtype t, size_t i) {
   default: return 0;
   }
 }
-
-/* SHA-256 of a whole file as hex; 0 ok, -1 cannot read. The engine's one
- * implementation (engine/sha256.c), compiled into these standalone programs. */
-static inline int mkc_sha256_file(const char *path, char out[65]) { return mk_sha256_file(path, out); }
 
 /* Non-cryptographic 64-bit hash of a byte range (several GB/s). */
 uint64_t mkc_hash64(const void *data, size_t n);
