@@ -117,4 +117,71 @@ t.test("every mk.* module named in a require exists", function()
   end
 end)
 
+-- A loop of requires is held apart only by requiring inside functions (a
+-- require at the top of both files would fail); the floors stay a tree when
+-- no module reaches itself again through the modules it requires, wherever
+-- in the file the require stands.
+-- module name of a file of lua/ (lua/agents/init.lua is `agents`)
+local function module_of(rel)
+  local m = rel:match("^lua/(.*)%.lua$")
+  return m and (m:gsub("/init$", ""):gsub("/", "."))
+end
+
+-- the first loop of requires among `sources` (file -> text), as
+-- "a -> b -> a", or nil
+local function require_loop(sources)
+  local by_module, files = {}, {}
+  for rel in pairs(sources) do
+    files[#files + 1] = rel
+    if module_of(rel) then by_module[module_of(rel)] = rel end
+  end
+  table.sort(files)
+  local state, stack = {}, {}
+  local function visit(f)
+    if state[f] == "done" then return nil end
+    if state[f] == "open" then
+      local i = #stack
+      while stack[i] ~= f do i = i - 1 end
+      return table.concat(stack, " -> ", i) .. " -> " .. f
+    end
+    state[f] = "open"
+    stack[#stack + 1] = f
+    for _, name in ipairs(requires(sources[f])) do
+      local g = by_module[name]
+      local loop = g and g ~= f and visit(g)
+      if loop then return loop end
+    end
+    stack[#stack] = nil
+    state[f] = "done"
+    return nil
+  end
+  for _, rel in ipairs(files) do
+    local loop = visit(rel)
+    if loop then return loop end
+  end
+  return nil
+end
+
+t.test("the loop finder sees a loop held apart by a lazy require", function()
+  t.eq(module_of("lua/agents/init.lua"), "agents")
+  t.eq(module_of("lua/mk/study/report.lua"), "mk.study.report")
+  local src = {
+    ["lua/mk/study/a.lua"] = 'local b = require "mk.study.b"\n',
+    ["lua/mk/study/b.lua"] = 'local function f() return require("mk.study.c").x end\n',
+    ["lua/mk/study/c.lua"] = 'local fs = require "mk.fs"\n',
+  }
+  t.eq(require_loop(src), nil)
+  src["lua/mk/study/c.lua"] = 'local function g() return require("mk.study.a") end\n'
+  t.eq(require_loop(src), "lua/mk/study/a.lua -> lua/mk/study/b.lua -> lua/mk/study/c.lua -> lua/mk/study/a.lua")
+end)
+
+t.test("no module requires itself through others", function()
+  local files = {}
+  lua_files(home.path("lua"), "/lua", files)
+  lua_files(home.path("targets"), "/targets", files)
+  local sources = {}
+  for _, rel in ipairs(files) do sources[rel] = assert(fs.read(home.path(rel))) end
+  t.eq(require_loop(sources), nil, "a loop of requires")
+end)
+
 return t.run()
