@@ -61,7 +61,7 @@ t.test("home/an engine copied to another build dir uses its own mk-exec and C ha
   fs.write(script, [[
 local home = require "mk.home"
 local r = require("mk.proc").run { argv = { "sh", "-c", "readlink /proc/$PPID/exe" } }
-local bins = require("mk.search.targets").get("c").binaries()
+local bins = require("mk.eval.targets").get("c").binaries()
 print(require("cjson").encode { exe_dir = home.exe_dir, exec = r.stdout:gsub("%s+$", ""), run = bins.run,
   check = bins.check, helper = home.helper("engine/exec/mk-exec", "libexec/mkengine/mk-exec") })
 ]])
