@@ -10,7 +10,7 @@ local fs = require "mk.fs"
 local proc = require "mk.proc"
 local cjson = require "cjson"
 local hash = require "mk.hash"
-local c = require("mk.search.targets").get("c")
+local c = require("mk.eval.targets").get("c")
 
 local CHECK = c.binaries().check
 
