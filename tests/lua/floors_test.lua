@@ -5,7 +5,7 @@
 --   2 search   lua/mk/search/ and the targets (targets/<name>/*.lua)
 --   3 agents   lua/agents/
 --   4 strategies lua/strategies/
---   5 study    lua/mk/study/
+--   5 study    lua/mk/study/, and the run viewer lua/mk/ui/
 --   6 cli      lua/mk/cli.lua, lua/mk/cli/
 local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
@@ -20,7 +20,7 @@ local function module_floor(name)
   if first == "mk" then
     if second == "services" then return 1 end
     if second == "search" then return 2 end
-    if second == "study" then return 5 end
+    if second == "study" or second == "ui" then return 5 end
     if second == "cli" then return 6 end
     return 0 -- mk.fs, mk.proc, ...: C modules
   end
@@ -35,7 +35,7 @@ local function file_floor(rel)
   if rel:match("^lua/mk/search/") or rel:match("^targets/") then return 2 end
   if rel:match("^lua/agents/") then return 3 end
   if rel:match("^lua/strategies/") then return 4 end
-  if rel:match("^lua/mk/study/") then return 5 end
+  if rel:match("^lua/mk/study/") or rel:match("^lua/mk/ui/") then return 5 end
   if rel == "lua/mk/cli.lua" or rel:match("^lua/mk/cli/") then return 6 end
   return nil
 end
