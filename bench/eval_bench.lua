@@ -6,8 +6,8 @@
 --    fresh sources, with the evaluator's timing breakdown.
 local fs = require "mk.fs"
 local task_lib = require "mk.services.task"
-local c = require("mk.search.targets").get("c")
-local eval = require "mk.search.eval"
+local c = require("mk.eval.targets").get("c")
+local eval = require "mk.eval"
 local stats = dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/stats.lua")
 
 local rows = tonumber(arg and arg[1]) or 1024
