@@ -39,6 +39,7 @@
     if (typeof v === "boolean") return v ? "yes" : "no";
     if (typeof v === "number") {
       if (/speedup$/.test(key)) return v.toFixed(2) + "×";
+      if (key === "spread") return (v * 100).toFixed(1) + " % of the median (p10–p90)";
       if (/(_s|seconds)$/.test(key)) return fmtSeconds(v);
       if (/usd/.test(key)) return "$" + v.toFixed(4);
       if (/gbps$/.test(key)) return v.toFixed(2) + " GB/s";
