@@ -1,4 +1,4 @@
----@meta
+---@meta mk.httpd
 -- mk.httpd: an HTTP server for tasks (engine/httpd.c, GNU libmicrohttpd on
 -- the engine's libuv loop). Used by the run viewer (lua/mk/ui/server.lua).
 local httpd = {}

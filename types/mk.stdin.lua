@@ -1,4 +1,4 @@
----@meta
+---@meta mk.stdin
 -- mk.stdin: lines of the engine's standard input, read through the loop
 -- (engine/stdin.c): the calling task waits, the engine does not.
 local stdin = {}
