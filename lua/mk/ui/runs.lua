@@ -209,7 +209,9 @@ function Watch:poll()
       end
     end
   end
-  local st = fs.stat(self.dir .. "/run.json")
+  -- run.json (status) changes rarely and nobody waits on it: look every 10th poll
+  self.polls = (self.polls or 0) + 1
+  local st = (self.polls % 10 == 1 or #new_nodes > 0) and fs.stat(self.dir .. "/run.json")
   local changed = st and st.mtime ~= self.info_mtime
   if changed then
     self.info_mtime = st.mtime
