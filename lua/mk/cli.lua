@@ -5,6 +5,7 @@
 --- Commands are discovered from that directory, so `mkengine --help` lists
 --- exactly the commands that exist.
 local fs = require "mk.fs"
+local util = require "mk.services.util"
 
 local cli = {}
 
@@ -12,14 +13,12 @@ local cli = {}
 ---@param msg string
 ---@param usage string|nil
 function cli.usage_error(msg, usage)
-  error(setmetatable({ exit = 2, message = msg, hint = usage },
-    { __tostring = function(e) return e.message end }), 0)
+  util.raise({ exit = 2, message = msg, hint = usage })
 end
 
 --- Raise an input error (bad task, bad run dir): one line, exit code 2.
 function cli.input_error(msg)
-  error(setmetatable({ exit = 2, message = msg },
-    { __tostring = function(e) return e.message end }), 0)
+  util.raise({ exit = 2, message = msg })
 end
 
 --- Parse options. spec.flags = {name = true}; spec.options = {name = "string"|
@@ -105,8 +104,7 @@ end
 
 --- Fail with one line (a run or engine failure, not bad input): exit code 1.
 function cli.fail(msg)
-  error(setmetatable({ exit = 1, message = msg:match("^[^\n]*") },
-    { __tostring = function(e) return e.message end }), 0)
+  util.raise({ exit = 1, message = msg:match("^[^\n]*") })
 end
 
 --- JSON text for stdout: valid UTF-8 whatever a model, a compiler or a

@@ -156,15 +156,13 @@ function Evaluator:freeze()
       return self.target.freeze(self.task, dir, fopts)
     end)
     local err = not path and made
-    if not path then error(setmetatable({ kind = "freeze", message = err },
-      { __tostring = function(e) return "freeze: " .. e.message end }), 0) end
+    if not path then util.raise({ kind = "freeze", message = err }, "freeze: ") end
     self.tests_dir = path
     self.fresh_suite = made == true
   end
   local r = self:_exclusive(self.target.freeze, self.task, self.tests_dir, fopts)
   if self.suite_key and self.fresh_suite then r.fresh = true end
-  if r.status ~= "ok" then error(setmetatable({ kind = "freeze", message = r.message },
-    { __tostring = function(e) return "freeze: " .. e.message end }), 0) end
+  if r.status ~= "ok" then util.raise({ kind = "freeze", message = r.message }, "freeze: ") end
   self.frozen = r
   return r
 end
@@ -203,8 +201,7 @@ function Evaluator:baseline()
     end
   end
   local r = self:_exclusive(self.target.baseline, self.task, bopts)
-  if r.status ~= "ok" then error(setmetatable({ kind = "baseline", message = r.message },
-    { __tostring = function(e) return "baseline: " .. e.message end }), 0) end
+  if r.status ~= "ok" then util.raise({ kind = "baseline", message = r.message }, "baseline: ") end
   if bkey then suites.put_baseline(bkey, r) end
   self.base = r
   self:_restock(self.opts.probes or 3) -- the first candidate's probes, made while the model writes it

@@ -17,11 +17,12 @@ local fs = require "mk.fs"
 local task_lib = require "mk.services.task"
 local home = require "mk.home"
 local infra = require "mk.eval.infra"
+local util = require "mk.services.util"
 
 local runner = {}
 
 local function input_error(msg)
-  error(setmetatable({ exit = 2, kind = "input", message = msg }, { __tostring = function(e) return e.message end }), 0)
+  util.raise({ exit = 2, kind = "input", message = msg })
 end
 
 -- The run cannot go on: one line, exit 1 (an infrastructure failure when
@@ -29,7 +30,7 @@ end
 local function run_error(msg)
   local ie = infra.wrap(msg)
   if ie then error(ie, 0) end
-  error(setmetatable({ exit = 1, kind = "run", message = msg }, { __tostring = function(e) return e.message end }), 0)
+  util.raise({ exit = 1, kind = "run", message = msg })
 end
 
 --- Find and load a strategy: a name in lua/strategies ("beam" or
@@ -313,8 +314,7 @@ local function execute(o, run, info, resumed)
     run:event { type = "strategy_error", message = tostring(type(err) == "table" and err.message or err) }
     run:set_status("failed")
     if type(err) == "table" then error(err, 0) end
-    error(setmetatable({ exit = 1, kind = "strategy", message = "strategy " .. spath .. " failed: " .. err },
-      { __tostring = function(e) return e.message end }), 0)
+    util.raise({ exit = 1, kind = "strategy", message = "strategy " .. spath .. " failed: " .. err })
   end
 
   local best = heldout_best(ctx, err)

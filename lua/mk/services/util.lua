@@ -60,6 +60,23 @@ function M.read_jsonl(path)
   return out
 end
 
+local MESSAGE = { __tostring = function(e) return e.message end }
+
+--- An error value: the table `fields` (kind, message, exit, ...), whose
+--- tostring is its message (after `prefix` when given), so code switches on
+--- `kind` and a person reads one line.
+---@param fields table
+---@param prefix string|nil
+function M.error(fields, prefix)
+  if prefix then return setmetatable(fields, { __tostring = function(e) return prefix .. e.message end }) end
+  return setmetatable(fields, MESSAGE)
+end
+
+--- Raise M.error(fields, prefix), with no position prepended.
+---@param fields table
+---@param prefix string|nil
+function M.raise(fields, prefix) error(M.error(fields, prefix), 0) end
+
 --- A deep copy of `v` (tables copied all the way down; other values as is).
 function M.copy(v)
   if type(v) ~= "table" then return v end
