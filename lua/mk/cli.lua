@@ -42,19 +42,20 @@ function cli.parse(args, spec, usage)
     if not name and a:match("^%-%a$") then name = short[a:sub(2)] or a:sub(2) end
     if name then
       name = name:gsub("%-", "_")
+      local shown = "--" .. name:gsub("_", "-") -- as the user types it
       if flags[name] then
-        if value then cli.usage_error("option --" .. name .. " takes no value", usage) end
+        if value then cli.usage_error("option " .. shown .. " takes no value", usage) end
         opts[name] = true
       elseif options[name] then
         if not value then
           i = i + 1
           value = args[i]
-          if value == nil then cli.usage_error("option --" .. name:gsub("_", "-") .. " needs a value", usage) end
+          if value == nil then cli.usage_error("option " .. shown .. " needs a value", usage) end
         end
         local kind = options[name]
         if kind == "number" then
           local n = tonumber(value)
-          if not n then cli.usage_error("option --" .. name:gsub("_", "-") .. " needs a number, got '" .. value .. "'", usage) end
+          if not n then cli.usage_error("option " .. shown .. " needs a number, got '" .. value .. "'", usage) end
           opts[name] = n
         elseif kind == "list" then
           opts[name] = opts[name] or {}

@@ -15,7 +15,7 @@ end)
 t.test("a <close> lock is released when an error leaves its scope", function()
   local p = t.tmpdir("mk-fs-test") .. "/b.lock"
   local ok, err = pcall(function()
-    local lk <close> = assert(fs.lock(p))
+    local lk <close> = assert(fs.lock(p)) -- luacheck: ignore 211
     t.eq(select(2, fs.lock(p)).kind, "locked", "held inside the scope")
     error("boom", 0)
   end)

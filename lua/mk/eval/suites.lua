@@ -15,7 +15,7 @@
 local fs = require "mk.fs"
 local task_lib = require "mk.services.task"
 local hash = require "mk.hash"
-local json = require "mk.services.llm.json"
+local json = require "mk.services.json"
 local cjson = require "cjson.safe"
 
 local M = { VERSION = 1 }

@@ -3,7 +3,7 @@
 --- model, request fields that change the answer, sample index), stored as
 --- DIR/ab/abcdef....json. No header, key or URL is part of an entry.
 local fs = require "mk.fs"
-local json = require "mk.services.llm.json"
+local json = require "mk.services.json"
 local hash = require "mk.hash"
 
 local M = { VERSION = 1 }

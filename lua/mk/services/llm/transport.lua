@@ -8,7 +8,7 @@
 --- and this module does the rest: the request, SSE framing, error
 --- classification and the checks that keep a bad body from crashing us.
 local http = require "mk.http"
-local json = require "mk.services.llm.json"
+local json = require "mk.services.json"
 local retry = require "mk.services.llm.retry"
 local sse = require "mk.services.llm.sse"
 

@@ -1,6 +1,6 @@
 --- mk.services.llm.providers.anthropic: the Anthropic Messages API wire format. base_url is
 --- the host; x-api-key and anthropic-version headers.
-local json = require "mk.services.llm.json"
+local json = require "mk.services.json"
 local transport = require "mk.services.llm.transport"
 
 local W = {

@@ -1,6 +1,6 @@
 --- mk.services.llm.providers.gemini: the Gemini API (generativelanguage) wire format.
 --- base_url is the host; the key goes in x-goog-api-key, never the URL.
-local json = require "mk.services.llm.json"
+local json = require "mk.services.json"
 local retry = require "mk.services.llm.retry"
 local transport = require "mk.services.llm.transport"
 

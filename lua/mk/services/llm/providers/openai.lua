@@ -1,7 +1,7 @@
 --- mk.services.llm.providers.openai: the OpenAI chat-completions wire format. Also what vLLM,
 --- llama.cpp, Ollama, OpenRouter and most local servers speak: point
 --- base_url (which includes /v1) at them.
-local json = require "mk.services.llm.json"
+local json = require "mk.services.json"
 local retry = require "mk.services.llm.retry"
 local transport = require "mk.services.llm.transport"
 
