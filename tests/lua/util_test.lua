@@ -52,6 +52,12 @@ t.test("error: the fields stay, tostring is the message (after a prefix), raise 
   t.eq(ok, false); t.eq(err.kind, "run"); t.eq(tostring(err), "stopped")
 end)
 
+t.test("files_key: names sorted, name NUL content, joined by \\1", function()
+  t.eq(util.files_key({ ["kernel.c"] = "int x;", ["a.h"] = "y" }), "a.h\0y\1kernel.c\0int x;")
+  t.eq(util.files_key({}), "")
+  t.eq(util.files_key({ b = "1", a = "2" }), util.files_key({ a = "2", b = "1" }))
+end)
+
 t.test("copy is deep: changing the copy leaves the original", function()
   local a = { x = { y = { 1, 2 } }, s = "k" }
   local b = util.copy(a)

@@ -299,12 +299,8 @@ end
 -- The source hash of candidate files (names and contents, and whether they
 -- are autotuned: a tuned build is a different measurement).
 local function source_hash(files, o)
-  local names = {}
-  for k in pairs(files) do names[#names + 1] = k end
-  table.sort(names)
-  local parts = { o.tune and "tune" or "" }
-  for _, k in ipairs(names) do parts[#parts + 1] = k .. "\0" .. tostring(files[k]) end
-  return string.format("%016x", rng_lib.hash(table.concat(parts, "\1")))
+  local key = util.files_key(files)
+  return string.format("%016x", rng_lib.hash((o.tune and "tune" or "") .. (key ~= "" and "\1" .. key or "")))
 end
 M.source_hash = source_hash
 

@@ -1,8 +1,8 @@
 --- mk.services.util: the small helpers several floors need, written once
 --- (as Lua keeps its own in lauxlib): shell quoting, file-name slugs, JSON
 --- files, deep copies and durations for people to read.
-local fs = require "mk.fs"
-local cjson = require "cjson.safe"
+local fs = require("mk.fs")
+local cjson = require("cjson.safe")
 
 local M = {}
 
@@ -58,6 +58,19 @@ function M.read_jsonl(path)
     if type(v) == "table" then out[#out + 1] = unnull(v) end
   end
   return out
+end
+
+--- The text that names a table of files by content: the names sorted, each
+--- name NUL its content, joined by \1 (equal files, equal text).
+---@param files table<string, string>
+---@return string
+function M.files_key(files)
+  local names = {}
+  for k in pairs(files) do names[#names + 1] = k end
+  table.sort(names)
+  local parts = {}
+  for i, k in ipairs(names) do parts[i] = k .. "\0" .. tostring(files[k]) end
+  return table.concat(parts, "\1")
 end
 
 local MESSAGE = { __tostring = function(e) return e.message end }
