@@ -4,8 +4,11 @@
 ---     run = function(args) ... return exit_code end }
 --- Commands are discovered from that directory, so `mkengine --help` lists
 --- exactly the commands that exist.
-local fs = require "mk.fs"
-local util = require "mk.services.util"
+local fs = require("mk.fs")
+local util = require("mk.services.util")
+local cjson = require("cjson")
+local home = require("mk.home")
+local utf8_text = require("mk.services.text")
 
 local cli = {}
 
@@ -75,7 +78,7 @@ function cli.parse(args, spec, usage)
 end
 
 local function commands()
-  local dir = require("mk.home").path("lua/mk/cli")
+  local dir = home.path("lua/mk/cli")
   local names = {}
   for _, f in ipairs(fs.list(dir) or {}) do
     local n = f:match("^([%w_]+)%.lua$")
@@ -86,7 +89,7 @@ end
 
 function cli.help()
   local lines = {
-    "mkengine " .. require("mk.home").version .. " — a Lua-scriptable agent engine for generating and optimising kernels",
+    "mkengine " .. home.version .. " — a Lua-scriptable agent engine for generating and optimising kernels",
     "",
     "usage: mkengine COMMAND [ARGS...]",
     "",
@@ -103,6 +106,18 @@ function cli.help()
   return table.concat(lines, "\n")
 end
 
+--- `text` read by `parse` (a function returning value | nil, {message}),
+--- nil when text is nil; a text parse refuses is a usage error (exit 2).
+---@param text string|nil
+---@param parse function
+---@param usage string|nil
+function cli.parsed(text, parse, usage)
+  if text == nil then return nil end
+  local v, err = parse(text)
+  if v == nil then cli.usage_error(err.message, usage) end
+  return v
+end
+
 --- Fail with one line (a run or engine failure, not bad input): exit code 1.
 function cli.fail(msg)
   util.raise({ exit = 1, message = msg:match("^[^\n]*") })
@@ -112,7 +127,7 @@ end
 --- kernel wrote (invalid bytes become U+FFFD).
 ---@param v any
 function cli.json(v)
-  return require("cjson").encode(require("mk.services.text").clean(v))
+  return cjson.encode(utf8_text.clean(v))
 end
 
 --- Entry point called by the C main with the raw argv (without argv[0]).
@@ -127,10 +142,10 @@ function cli.main(args)
     return 0
   end
   if cmd == "--version" or cmd == "-V" then
-    io.stdout:write("mkengine ", require("mk.home").version, "\n")
+    io.stdout:write("mkengine ", home.version, "\n")
     return 0
   end
-  if not cmd:match("^[%w_]+$") or not fs.exists(require("mk.home").path("lua/mk/cli/" .. cmd .. ".lua")) then
+  if not cmd:match("^[%w_]+$") or not fs.exists(home.path("lua/mk/cli/" .. cmd .. ".lua")) then
     cli.usage_error("unknown command '" .. cmd .. "'", "run 'mkengine --help' for the list of commands")
   end
   local m = require("mk.cli." .. cmd)

@@ -25,4 +25,12 @@ t.test("usage errors name the option as typed, with dashes, and exit 2", functio
   t.eq(err_of({ "--nope" }), "unknown option --nope")
 end)
 
+t.test("parsed: nil stays nil, a value is read, a refused text is a usage error", function()
+  local budget = require("mk.search.budget")
+  t.eq(cli.parsed(nil, budget.parse), nil)
+  t.eq(cli.parsed("tokens=1000", budget.parse).tokens, 1000)
+  local e = t.raises(function() cli.parsed("nonsense=3", budget.parse, "usage: x") end)
+  t.eq(e.exit, 2); t.eq(e.hint, "usage: x")
+end)
+
 return t.run()

@@ -1,9 +1,11 @@
 --- mkengine resume RUN: continue a run that stopped (killed, crashed,
 --- interrupted). Nodes already committed are answered from the graph, never
 --- recomputed; the run then finishes as if it had not stopped.
-local cli = require "mk.cli"
-local fs = require "mk.fs"
-local rundir = require "mk.search.rundir"
+local cli = require("mk.cli")
+local fs = require("mk.fs")
+local rundir = require("mk.search.rundir")
+local agents = require("agents")
+local runner = require("mk.search.runner")
 
 local M = {
   summary = "continue a stopped run from its run directory",
@@ -27,8 +29,8 @@ function M.run(args)
     if lock then lock:unlock() end
   end
   if err then cli.input_error(err.message) end
-  opts.agents = require "agents"
-  local summary, rerr = require("mk.search.runner").resume(dir, opts)
+  opts.agents = agents
+  local summary, rerr = runner.resume(dir, opts)
   if not summary then
     if type(rerr) == "table" and (rerr.kind == "locked" or rerr.kind == "not_a_run" or rerr.kind == "corrupt") then
       cli.input_error(rerr.message)

@@ -1,8 +1,8 @@
 --- mkengine script FILE.lua [ARGS...]: run a Lua file as the engine's main
 --- task, with the global `arg` set as the standalone `lua` does. The exit
 --- code is the integer the chunk returns (default 0).
-local cli = require "mk.cli"
-local util = require "mk.services.util"
+local cli = require("mk.cli")
+local util = require("mk.services.util")
 
 local M = {
   summary = "run a Lua file as the main task (arg set as in lua)",

@@ -5,8 +5,8 @@
 --- one line and `mkengine resume` computes the step again once the cause is
 --- gone. Targets report such failures as `status = "error"`; the evaluator
 --- hands them on as `status = "infra"`; the context raises `M.raise`.
-local task = require "mk.services.task"
-local util = require "mk.services.util"
+local task = require("mk.services.task")
+local util = require("mk.services.util")
 
 local M = {}
 

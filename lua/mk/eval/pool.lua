@@ -7,12 +7,13 @@
 --- the candidate's failure; a worker that keeps failing is drained; with no
 --- worker left, requests fail with {kind = "no_workers"} and the run stops
 --- (resumable).
-local cjson = require "cjson"
-local fs = require "mk.fs"
-local proc = require "mk.proc"
-local task_lib = require "mk.services.task"
-local util = require "mk.services.util"
-local worker = require "mk.eval.worker"
+local cjson = require("cjson")
+local fs = require("mk.fs")
+local proc = require("mk.proc")
+local task_lib = require("mk.services.task")
+local util = require("mk.services.util")
+local worker = require("mk.eval.worker")
+local home = require("mk.home")
 
 local M = {}
 
@@ -142,7 +143,7 @@ function M.new(specs, opts)
   self.tasks = {}
   self.stats = { retried = 0, lost = 0, busy_s = 0 }
   self.control_dir = fs.tmpdir("mkssh")
-  self.exe = opts.exe or require("mk.home").exe
+  self.exe = opts.exe or home.exe
   for i, spec in ipairs(specs) do
     local c = { spec = spec, index = i, failures = 0, gen = 0, pending = {}, shipped = {},
       label = spec.name or (spec.kind == "ssh" and ((spec.user and spec.user .. "@" or "") .. spec.host

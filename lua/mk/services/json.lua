@@ -2,7 +2,7 @@
 --- with sorted keys and fixed number formatting, so equal values hash
 --- equally (the LLM cache's request keys, the suite cache's content keys);
 --- `decode` never raises on a body that is not JSON.
-local cjson = require "cjson"
+local cjson = require("cjson")
 
 local M = { null = cjson.null }
 

@@ -9,11 +9,11 @@
 --- (openai, gemini, anthropic, exec, and scripted, the offline test double);
 --- other providers register with `llm.register_provider(name, {call = fn,
 --- label = ...})`. Only those names can be given to `llm.client`.
-local cache = require "mk.services.llm.cache"
-local prices = require "mk.services.llm.prices"
-local retry = require "mk.services.llm.retry"
-local task = require "mk.services.task"
-local util = require "mk.services.util"
+local cache = require("mk.services.llm.cache")
+local prices = require("mk.services.llm.prices")
+local retry = require("mk.services.llm.retry")
+local task = require("mk.services.task")
+local util = require("mk.services.util")
 
 local llm = {}
 

@@ -2,8 +2,8 @@
 --- HTTP, processes, ...) read as synchronous code; any number of tasks wait
 --- at once. Built on the C scheduler `mk.sched`; everything here is policy
 --- in Lua: await, gather, timeout, semaphores, queues.
-local sched = require "mk.sched"
-local util = require "mk.services.util"
+local sched = require("mk.sched")
+local util = require("mk.services.util")
 
 local task = {}
 local pack, unpack = table.pack, table.unpack

@@ -7,16 +7,16 @@
 --- Resuming (same DIR again): a task/repeat whose run directory has a
 --- summary.json is read, not rerun; one with a run directory but no summary
 --- is resumed through the runner; the rest start fresh.
-local agents = require "agents"
-local cjson = require "cjson"
-local fs = require "mk.fs"
-local home = require "mk.home"
-local infra = require "mk.eval.infra"
-local metrics = require "mk.study.metrics"
-local runner_lib = require "mk.search.runner"
-local task_lib = require "mk.services.task"
-local utf8_text = require "mk.services.text"
-local util = require "mk.services.util"
+local agents = require("agents")
+local cjson = require("cjson")
+local fs = require("mk.fs")
+local home = require("mk.home")
+local infra = require("mk.eval.infra")
+local metrics = require("mk.study.metrics")
+local runner_lib = require("mk.search.runner")
+local task_lib = require("mk.services.task")
+local utf8_text = require("mk.services.text")
+local util = require("mk.services.util")
 
 local bench = {}
 

@@ -8,18 +8,18 @@
 --- Each entry gets a deterministic directory DIR/<n>-<label>; calling the
 --- same script again with the same DIR reads finished runs back instead of
 --- rerunning them (and resumes interrupted ones), so a sweep is resumable.
-local agents = require "agents"
-local cjson = require "cjson"
-local fs = require "mk.fs"
-local metrics = require "mk.study.metrics"
-local bench = require "mk.study.bench"
-local budget = require "mk.search.budget"
-local compare = require "mk.study.compare"
-local infra = require "mk.eval.infra"
-local runner_lib = require "mk.search.runner"
-local task = require "mk.services.task"
-local utf8_text = require "mk.services.text"
-local util = require "mk.services.util"
+local agents = require("agents")
+local cjson = require("cjson")
+local fs = require("mk.fs")
+local metrics = require("mk.study.metrics")
+local bench = require("mk.study.bench")
+local budget = require("mk.search.budget")
+local compare = require("mk.study.compare")
+local infra = require("mk.eval.infra")
+local runner_lib = require("mk.search.runner")
+local task = require("mk.services.task")
+local utf8_text = require("mk.services.text")
+local util = require("mk.services.util")
 
 local sweep = {}
 
