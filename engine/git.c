@@ -487,6 +487,102 @@ static int add_oid_line(mk_buf *b, const char *key, const git_oid *oid) {
 /* A signature's name or e-mail: no angle brackets or line breaks. */
 static int sig_ok(const char *s) { return !strpbrk(s, "<>\n"); }
 
+typedef struct {
+  int files, parents; /* stack indices of the files table and parents list (0: none) */
+  size_t nparents;
+  const char *message, *refname, *author, *email;
+  int new_ref;
+  lua_Integer when;
+} commit_args;
+
+/* Read and check the options table at index 2 (raises on mistakes). */
+static void read_commit_args(lua_State *L, commit_args *a) {
+  luaL_checktype(L, 2, LUA_TTABLE);
+  if (lua_getfield(L, 2, "files") != LUA_TTABLE) luaL_argerror(L, 2, "files must be a table {path = data}");
+  a->files = lua_gettop(L);
+  lua_getfield(L, 2, "message");
+  a->message = luaL_optstring(L, -1, "");
+  lua_getfield(L, 2, "ref");
+  a->refname = luaL_optstring(L, -1, NULL);
+  lua_getfield(L, 2, "new_ref");
+  a->new_ref = lua_toboolean(L, -1);
+  lua_getfield(L, 2, "time");
+  a->when = luaL_optinteger(L, -1, (lua_Integer)time(NULL));
+  lua_getfield(L, 2, "author");
+  a->author = luaL_optstring(L, -1, "mkengine");
+  lua_getfield(L, 2, "email");
+  a->email = luaL_optstring(L, -1, "mkengine@localhost");
+  a->parents = 0;
+  if (lua_getfield(L, 2, "parents") != LUA_TNIL) {
+    luaL_argcheck(L, lua_istable(L, -1), 2, "parents must be a list of revisions");
+    a->parents = lua_gettop(L);
+  }
+  a->nparents = a->parents ? lua_rawlen(L, a->parents) : 0;
+  check_commit_args(L, a->files, a->parents, a->nparents);
+  if (!sig_ok(a->author) || !sig_ok(a->email))
+    luaL_argerror(L, 2, "author and email may not hold '<', '>' or newlines");
+}
+
+/* The parents' ids, before anything is written: a full id names a commit
+ * (checked to exist), anything else is a revision to resolve. 0 or a
+ * libgit2 error. */
+static int resolve_parents(lua_State *L, git_repository *repo, const commit_args *a, git_oid *pids) {
+  git_odb *odb = NULL;
+  int rc = a->nparents ? git_repository_odb(&odb, repo) : 0;
+  for (size_t i = 0; i < a->nparents && rc == 0; i++) {
+    lua_rawgeti(L, a->parents, (lua_Integer)i + 1);
+    const char *spec = lua_tostring(L, -1);
+    if (strlen(spec) == GIT_OID_HEXSZ && git_oid_fromstr(&pids[i], spec) == 0) {
+      if (!git_odb_exists(odb, &pids[i])) {
+        git_error_set_str(GIT_ERROR_ODB, "no such commit");
+        rc = GIT_ENOTFOUND;
+      }
+    } else {
+      git_commit *c = NULL;
+      rc = lookup_commit(repo, spec, &c);
+      if (rc == 0) git_oid_cpy(&pids[i], git_commit_id(c));
+      git_commit_free(c);
+    }
+    lua_pop(L, 1);
+  }
+  git_odb_free(odb);
+  return rc;
+}
+
+/* The commit object's text in git's format: 0 or -1 (out of memory). */
+static int commit_text(mk_buf *b, const git_oid *tree, const git_oid *pids, const commit_args *a) {
+  if (add_oid_line(b, "tree ", tree)) return -1;
+  for (size_t i = 0; i < a->nparents; i++)
+    if (add_oid_line(b, "parent ", &pids[i])) return -1;
+  for (int k = 0; k < 2; k++) {
+    char line[64];
+    const char *role = k ? "committer " : "author ";
+    snprintf(line, sizeof line, "> %lld +0000\n", (long long)a->when);
+    if (mk_buf_add(b, role, strlen(role)) || mk_buf_add(b, a->author, strlen(a->author)) || mk_buf_add(b, " <", 2) ||
+        mk_buf_add(b, a->email, strlen(a->email)) || mk_buf_add(b, line, strlen(line)))
+      return -1;
+  }
+  return mk_buf_add(b, "\n", 1) || mk_buf_add(b, a->message, strlen(a->message)) ? -1 : 0;
+}
+
+/* Point the ref at the commit: a new ref as a line appended to
+ * packed-refs, else through libgit2. 0 or a libgit2 error. */
+static int commit_ref(mk_git_repo *r, const commit_args *a, const git_oid *commit_id, const char **what) {
+  int valid = 0;
+  if (a->new_ref && strncmp(a->refname, "refs/", 5) == 0 && git_reference_name_is_valid(&valid, a->refname) == 0 &&
+      valid) {
+    if (packed_append(r, a->refname, commit_id) == 0) return 0;
+    git_error_set_str(GIT_ERROR_OS, strerror(errno));
+    *what = "cannot append ref to packed-refs";
+    return -1;
+  }
+  git_reference *ref = NULL;
+  int rc = git_reference_create(&ref, r->repo, a->refname, commit_id, 1, a->message);
+  git_reference_free(ref);
+  if (rc < 0) *what = "cannot update ref";
+  return rc;
+}
+
 /* repo:commit{files = {[path] = data}, parents = {rev...}, message = s,
  *   ref = name?, time = unix_seconds?, author = name?, email = s?}
  *   -> oid | nil, err
@@ -497,111 +593,30 @@ static int sig_ok(const char *s) { return !strpbrk(s, "<>\n"); }
  * return value therefore never sees a node whose commit or ref is missing. */
 static int repo_commit(lua_State *L) {
   mk_git_repo *r = check_repo(L, 1);
-  luaL_checktype(L, 2, LUA_TTABLE);
-  if (lua_getfield(L, 2, "files") != LUA_TTABLE) luaL_argerror(L, 2, "files must be a table {path = data}");
-  int files = lua_gettop(L);
-  lua_getfield(L, 2, "message");
-  const char *message = luaL_optstring(L, -1, "");
-  lua_getfield(L, 2, "ref");
-  const char *refname = luaL_optstring(L, -1, NULL);
-  lua_getfield(L, 2, "new_ref");
-  int new_ref = lua_toboolean(L, -1);
-  lua_getfield(L, 2, "time");
-  lua_Integer when = luaL_optinteger(L, -1, (lua_Integer)time(NULL));
-  lua_getfield(L, 2, "author");
-  const char *author = luaL_optstring(L, -1, "mkengine");
-  lua_getfield(L, 2, "email");
-  const char *email = luaL_optstring(L, -1, "mkengine@localhost");
-  int parents_idx = 0;
-  if (lua_getfield(L, 2, "parents") != LUA_TNIL) {
-    luaL_argcheck(L, lua_istable(L, -1), 2, "parents must be a list of revisions");
-    parents_idx = lua_gettop(L);
-  }
-  size_t nparents = parents_idx ? lua_rawlen(L, parents_idx) : 0;
-  check_commit_args(L, files, parents_idx, nparents);
-
-  if (!sig_ok(author) || !sig_ok(email)) luaL_argerror(L, 2, "author and email may not hold '<', '>' or newlines");
-
-  git_repository *repo = r->repo;
+  commit_args a;
+  read_commit_args(L, &a);
   git_oid tree_id, commit_id;
-  int rc = 0;
-  const char *what = "cannot write commit";
+  const char *what = "cannot find parent";
   mk_buf b = {0};
-  git_odb *odb = NULL;
-
-  /* parents first: an unknown parent fails before anything is written */
-  git_oid *pids = calloc(nparents ? nparents : 1, sizeof *pids);
+  git_oid *pids = calloc(a.nparents ? a.nparents : 1, sizeof *pids);
   if (!pids) return luaL_error(L, "out of memory");
-  if (nparents && (rc = git_repository_odb(&odb, repo)) < 0) {
-    what = "cannot find parent";
-    goto done;
+  int rc = resolve_parents(L, r->repo, &a, pids);
+  if (rc == 0) rc = write_files(L, r, a.files, &tree_id, &what);
+  if (rc == 0 && commit_text(&b, &tree_id, pids, &a)) {
+    mk_buf_free(&b);
+    free(pids);
+    return luaL_error(L, "out of memory");
   }
-  for (size_t i = 0; i < nparents; i++) {
-    lua_rawgeti(L, parents_idx, (lua_Integer)i + 1);
-    const char *spec = lua_tostring(L, -1);
-    git_oid pid;
-    /* a full id names the commit (checked to exist); anything else is a
-     * revision to resolve */
-    if (strlen(spec) == GIT_OID_HEXSZ && git_oid_fromstr(&pid, spec) == 0) {
-      if (!git_odb_exists(odb, &pid)) {
-        git_error_set_str(GIT_ERROR_ODB, "no such commit");
-        rc = GIT_ENOTFOUND;
-      }
-    } else {
-      git_commit *c = NULL;
-      rc = lookup_commit(repo, spec, &c);
-      if (rc == 0) git_oid_cpy(&pid, git_commit_id(c));
-      git_commit_free(c);
-    }
-    lua_pop(L, 1);
-    if (rc < 0) {
-      what = "cannot find parent";
-      goto done;
-    }
-    pids[i] = pid;
+  if (rc == 0) {
+    what = "cannot write commit";
+    rc = put_object(r, &commit_id, b.p, b.n, GIT_OBJECT_COMMIT);
   }
-  rc = write_files(L, r, files, &tree_id, &what);
-  if (rc < 0) goto done;
-  if (add_oid_line(&b, "tree ", &tree_id)) goto oom;
-  for (size_t i = 0; i < nparents; i++)
-    if (add_oid_line(&b, "parent ", &pids[i])) goto oom;
-  for (int k = 0; k < 2; k++) {
-    char line[64];
-    const char *role = k ? "committer " : "author ";
-    snprintf(line, sizeof line, "> %lld +0000\n", (long long)when);
-    if (mk_buf_add(&b, role, strlen(role)) || mk_buf_add(&b, author, strlen(author)) || mk_buf_add(&b, " <", 2) ||
-        mk_buf_add(&b, email, strlen(email)) || mk_buf_add(&b, line, strlen(line)))
-      goto oom;
-  }
-  if (mk_buf_add(&b, "\n", 1) || mk_buf_add(&b, message, strlen(message))) goto oom;
-  rc = put_object(r, &commit_id, b.p, b.n, GIT_OBJECT_COMMIT);
-  if (rc < 0) goto done;
-  int valid = 0;
-  if (refname && new_ref && strncmp(refname, "refs/", 5) == 0 && git_reference_name_is_valid(&valid, refname) == 0 &&
-      valid) {
-    if (packed_append(r, refname, &commit_id) < 0) {
-      git_error_set_str(GIT_ERROR_OS, strerror(errno));
-      rc = -1;
-      what = "cannot append ref to packed-refs";
-    }
-  } else if (refname) {
-    git_reference *ref = NULL;
-    rc = git_reference_create(&ref, repo, refname, &commit_id, 1, message);
-    git_reference_free(ref);
-    if (rc < 0) what = "cannot update ref";
-  }
-done:
+  if (rc == 0 && a.refname) rc = commit_ref(r, &a, &commit_id, &what);
   mk_buf_free(&b);
   free(pids);
-  git_odb_free(odb);
   if (rc < 0) return push_git_error(L, rc, what);
   push_oid(L, &commit_id);
   return 1;
-oom:
-  mk_buf_free(&b);
-  free(pids);
-  git_odb_free(odb);
-  return luaL_error(L, "out of memory");
 }
 
 /* repo:set_ref(name, rev [, log_message]) -> oid | nil, err (creates or moves). */
@@ -919,6 +934,43 @@ static const char *status_name(git_delta_t s) {
   }
 }
 
+/* The stat table of a diff: {files = {{path, status, insertions,
+ * deletions}...}, changed, insertions, deletions, text}. 0 or an error. */
+static int push_diff_stat(lua_State *L, git_diff *diff, git_diff_stats *stats, git_buf *sbuf) {
+  lua_createtable(L, 0, 5);
+  size_t n = git_diff_num_deltas(diff);
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    git_patch *p = NULL;
+    size_t ctx = 0, adds = 0, dels = 0;
+    const git_diff_delta *d = git_diff_get_delta(diff, i);
+    if (git_patch_from_diff(&p, diff, i) == 0 && p) git_patch_line_stats(&ctx, &adds, &dels, p);
+    git_patch_free(p);
+    lua_createtable(L, 0, 4);
+    lua_pushstring(L, d->new_file.path ? d->new_file.path : d->old_file.path);
+    lua_setfield(L, -2, "path");
+    lua_pushstring(L, status_name(d->status));
+    lua_setfield(L, -2, "status");
+    lua_pushinteger(L, (lua_Integer)adds);
+    lua_setfield(L, -2, "insertions");
+    lua_pushinteger(L, (lua_Integer)dels);
+    lua_setfield(L, -2, "deletions");
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "files");
+  lua_pushinteger(L, (lua_Integer)git_diff_stats_files_changed(stats));
+  lua_setfield(L, -2, "changed");
+  lua_pushinteger(L, (lua_Integer)git_diff_stats_insertions(stats));
+  lua_setfield(L, -2, "insertions");
+  lua_pushinteger(L, (lua_Integer)git_diff_stats_deletions(stats));
+  lua_setfield(L, -2, "deletions");
+  int rc = git_diff_stats_to_buf(sbuf, stats, GIT_DIFF_STATS_FULL, 80);
+  if (rc < 0) return rc;
+  lua_pushlstring(L, sbuf->ptr ? sbuf->ptr : "", sbuf->size);
+  lua_setfield(L, -2, "text");
+  return 0;
+}
+
 /* repo:diff(a, b [, {context = 3}]) -> patch_text, stat
  *   stat = {files = {{path, status, insertions, deletions}...}, changed,
  *           insertions, deletions, text = "git diff --stat"-like summary} */
@@ -958,37 +1010,8 @@ static int repo_diff(lua_State *L) {
   luaL_pushresult(&b);
   rc = git_diff_get_stats(&stats, diff);
   if (rc < 0) goto fail;
-  lua_createtable(L, 0, 5);
-  size_t n = git_diff_num_deltas(diff);
-  lua_createtable(L, (int)n, 0);
-  for (size_t i = 0; i < n; i++) {
-    git_patch *p = NULL;
-    size_t ctx = 0, adds = 0, dels = 0;
-    const git_diff_delta *d = git_diff_get_delta(diff, i);
-    if (git_patch_from_diff(&p, diff, i) == 0 && p) git_patch_line_stats(&ctx, &adds, &dels, p);
-    git_patch_free(p);
-    lua_createtable(L, 0, 4);
-    lua_pushstring(L, d->new_file.path ? d->new_file.path : d->old_file.path);
-    lua_setfield(L, -2, "path");
-    lua_pushstring(L, status_name(d->status));
-    lua_setfield(L, -2, "status");
-    lua_pushinteger(L, (lua_Integer)adds);
-    lua_setfield(L, -2, "insertions");
-    lua_pushinteger(L, (lua_Integer)dels);
-    lua_setfield(L, -2, "deletions");
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
-  }
-  lua_setfield(L, -2, "files");
-  lua_pushinteger(L, (lua_Integer)git_diff_stats_files_changed(stats));
-  lua_setfield(L, -2, "changed");
-  lua_pushinteger(L, (lua_Integer)git_diff_stats_insertions(stats));
-  lua_setfield(L, -2, "insertions");
-  lua_pushinteger(L, (lua_Integer)git_diff_stats_deletions(stats));
-  lua_setfield(L, -2, "deletions");
-  rc = git_diff_stats_to_buf(&sbuf, stats, GIT_DIFF_STATS_FULL, 80);
+  rc = push_diff_stat(L, diff, stats, &sbuf);
   if (rc < 0) goto fail;
-  lua_pushlstring(L, sbuf.ptr ? sbuf.ptr : "", sbuf.size);
-  lua_setfield(L, -2, "text");
   git_buf_dispose(&sbuf);
   git_diff_stats_free(stats);
   git_diff_free(diff);

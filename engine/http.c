@@ -376,6 +376,69 @@ static void xfer_close(xfer *x) {
 
 static long to_ms(double s) { return s <= 0 ? 0 : (long)ceil(s * 1000.0); }
 
+/* The easy handle's fixed settings: callbacks into x, its headers, no
+ * signals, any encoding, keep-alive, http(s) only, the size cap. */
+static void configure_easy(xfer *x, const char *url, int follow, int verbose) {
+  CURL *e = x->easy;
+  curl_easy_setopt(e, CURLOPT_URL, url);
+  curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)x);
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hdrs);
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+  curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, (long)follow);
+  curl_easy_setopt(e, CURLOPT_VERBOSE, (long)verbose);
+  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  if (x->max_bytes > 0) curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, x->max_bytes);
+}
+
+/* Fail the transfer when nothing arrives for stall_s (on_stall). */
+static void start_stall_timer(xfer *x, double stall_s) {
+  stall *st = calloc(1, sizeof *st);
+  if (!st) return;
+  uv_timer_init(G.loop, &st->timer);
+  st->timer.data = st;
+  st->x = x;
+  st->ms = (uint64_t)to_ms(stall_s);
+  x->stall = st;
+  uv_timer_start(&st->timer, on_stall, st->ms, 0);
+}
+
+/* The request's headers from options.headers ({name = value}), plus an
+ * empty "Expect:" (curl adds "Expect: 100-continue" to big POSTs: a
+ * needless round trip). Raises on a bad table, leaking nothing. */
+static struct curl_slist *read_headers(lua_State *L) {
+  struct curl_slist *hdrs = NULL;
+  int ht = lua_getfield(L, 1, "headers");
+  if (ht == LUA_TTABLE) {
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+      if (lua_type(L, -2) != LUA_TSTRING || !lua_isstring(L, -1)) {
+        curl_slist_free_all(hdrs);
+        luaL_error(L, "mk.http.request: headers must map names to strings");
+      }
+      lua_pushfstring(L, "%s: %s", lua_tostring(L, -2), lua_tostring(L, -1));
+      struct curl_slist *n = curl_slist_append(hdrs, lua_tostring(L, -1));
+      lua_pop(L, 2);
+      if (!n) {
+        curl_slist_free_all(hdrs);
+        luaL_error(L, "mk.http.request: out of memory");
+      }
+      hdrs = n;
+    }
+  } else if (ht != LUA_TNIL) {
+    luaL_error(L, "mk.http.request: option 'headers' must be a table");
+  }
+  lua_pop(L, 1);
+  struct curl_slist *n = curl_slist_append(hdrs, "Expect:");
+  return n ? n : hdrs;
+}
+
 /* open{method, url, headers, body, timeout, connect_timeout, stall_timeout,
  *      max_response_bytes, lines, follow, verbose} -> request userdata; the transfer starts now. */
 static int l_open(lua_State *L) {
@@ -398,30 +461,7 @@ static int l_open(lua_State *L) {
   int verbose = lua_toboolean(L, -1);
   lua_pop(L, 3);
 
-  struct curl_slist *hdrs = NULL;
-  int ht = lua_getfield(L, 1, "headers");
-  if (ht == LUA_TTABLE) {
-    lua_pushnil(L);
-    while (lua_next(L, -2)) {
-      if (lua_type(L, -2) != LUA_TSTRING || !lua_isstring(L, -1)) {
-        curl_slist_free_all(hdrs);
-        return luaL_error(L, "mk.http.request: headers must map names to strings");
-      }
-      lua_pushfstring(L, "%s: %s", lua_tostring(L, -2), lua_tostring(L, -1));
-      struct curl_slist *n = curl_slist_append(hdrs, lua_tostring(L, -1));
-      lua_pop(L, 2);
-      if (!n) {
-        curl_slist_free_all(hdrs);
-        return luaL_error(L, "mk.http.request: out of memory");
-      }
-      hdrs = n;
-    }
-  } else if (ht != LUA_TNIL) {
-    return luaL_error(L, "mk.http.request: option 'headers' must be a table");
-  }
-  lua_pop(L, 1);
-  /* curl adds "Expect: 100-continue" to big POSTs: a needless round trip */
-  hdrs = curl_slist_append(hdrs, "Expect:");
+  struct curl_slist *hdrs = read_headers(L);
 
   if (ctx_init(L) != 0) {
     curl_slist_free_all(hdrs);
@@ -442,21 +482,7 @@ static int l_open(lua_State *L) {
   x->max_bytes = max_bytes > 0 ? (curl_off_t)max_bytes : 0;
   x->closed = 0;
   G.live++;
-  curl_easy_setopt(e, CURLOPT_URL, url);
-  curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)x);
-  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
-  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb);
-  curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
-  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_cb);
-  curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
-  curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
-  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
-  curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, (long)follow);
-  curl_easy_setopt(e, CURLOPT_VERBOSE, (long)verbose);
-  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-  if (x->max_bytes > 0) curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, x->max_bytes);
+  configure_easy(x, url, follow, verbose);
   if (timeout > 0) curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, to_ms(timeout));
   if (connect_timeout > 0) curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, to_ms(connect_timeout));
   if (body) {
@@ -473,17 +499,7 @@ static int l_open(lua_State *L) {
   x->in_multi = 1;
   G.running++;
   x->last_rx = uv_now(G.loop);
-  if (stall_s > 0) {
-    stall *st = calloc(1, sizeof *st);
-    if (st) {
-      uv_timer_init(G.loop, &st->timer);
-      st->timer.data = st;
-      st->x = x;
-      st->ms = (uint64_t)to_ms(stall_s);
-      x->stall = st;
-      uv_timer_start(&st->timer, on_stall, st->ms, 0);
-    }
-  }
+  if (stall_s > 0) start_stall_timer(x, stall_s);
   return 1;
 }
 

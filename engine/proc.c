@@ -458,6 +458,52 @@ typedef struct {
   char **env;
 } spec;
 
+static const char *const lim_names[4] = {"mem_mb", "cpu_s", "nproc", "fsize_mb"};
+static const char *const lim_flags[4] = {"-m", "-c", "-n", "-f"};
+
+/* options.limits {mem_mb, cpu_s, nproc, fsize_mb} into whole units
+ * (rounded up; 0 = none). */
+static void read_limits(lua_State *L, const char *fn, long lim[4]) {
+  int ty = lua_getfield(L, 1, "limits");
+  if (ty == LUA_TTABLE) {
+    int limt = lua_gettop(L);
+    for (int i = 0; i < 4; i++) {
+      double v = mk_opt_nonneg(L, limt, lim_names[i], 0, fn);
+      lim[i] = v > 0 && v < 1 ? 1 : (long)(v + 0.999999);
+    }
+  } else if (ty != LUA_TNIL) {
+    luaL_error(L, "%s: 'limits' must be a table", fn);
+  }
+  lua_pop(L, 1);
+}
+
+/* The wrapper's argv: mk-exec [-m N]... [-w] [-u] -- argv... (strings
+ * kept alive on the stack). */
+static char **wrapper_argv(lua_State *L, const char *helper, const long lim[4], int give_cwd, int switched, int argt,
+                           lua_Integer argc) {
+  size_t nargs = 1 + 8 + 2 + 1 + (size_t)argc + 1;
+  char **args = lua_newuserdatauv(L, nargs * sizeof *args, 0);
+  size_t k = 0;
+  args[k++] = (char *)helper;
+  for (int i = 0; i < 4; i++) {
+    if (lim[i] <= 0) continue;
+    args[k++] = (char *)lim_flags[i];
+    args[k++] = (char *)lua_pushfstring(L, "%d", (int)(lim[i] > INT_MAX ? INT_MAX : lim[i]));
+  }
+  if (lim[2] > 0) {
+    /* nproc under a root engine: the child must not be root (see mk-exec) */
+    if (give_cwd) args[k++] = "-w";
+    if (!switched) args[k++] = "-u";
+  }
+  args[k++] = "--";
+  for (lua_Integer i = 1; i <= argc; i++) {
+    lua_geti(L, argt, i);
+    args[k++] = (char *)lua_tostring(L, -1);
+  }
+  args[k] = NULL;
+  return args;
+}
+
 /* Parse the options table at index 1. Argument mistakes raise; a runtime
  * failure (no wrapper, no program, no cwd) pushes nil, err and returns 2,
  * else returns 0. The wrapped argv is the caller's business (mk.services.sandbox.apply
@@ -491,20 +537,9 @@ static int parse_spec(lua_State *L, spec *sp) {
   sp->prog = prog;
   sp->cwd = mk_opt_string(L, 1, "cwd", NULL, fn);
   long lim[4] = {0, 0, 0, 0};
-  static const char *const lim_names[4] = {"mem_mb", "cpu_s", "nproc", "fsize_mb"};
-  static const char *const lim_flags[4] = {"-m", "-c", "-n", "-f"};
-  int ty = lua_getfield(L, 1, "limits");
-  if (ty == LUA_TTABLE) {
-    int limt = lua_gettop(L);
-    for (int i = 0; i < 4; i++) {
-      double v = mk_opt_nonneg(L, limt, lim_names[i], 0, fn);
-      lim[i] = v > 0 && v < 1 ? 1 : (long)(v + 0.999999);
-    }
-  } else if (ty != LUA_TNIL) {
-    return luaL_error(L, "%s: 'limits' must be a table", fn);
-  }
+  read_limits(L, fn, lim);
   int envt = 0;
-  ty = lua_getfield(L, 1, "env");
+  int ty = lua_getfield(L, 1, "env");
   if (ty == LUA_TTABLE) envt = lua_gettop(L);
   else if (ty != LUA_TNIL) return luaL_error(L, "%s: 'env' must be a table", fn);
   lua_getfield(L, 1, "clear_env");
@@ -523,28 +558,7 @@ static int parse_spec(lua_State *L, spec *sp) {
     return 2;
   }
 
-  /* wrapper argv: mk-exec [-m N]... [-w] [-u] -- argv... */
-  size_t nargs = 1 + 8 + 2 + 1 + (size_t)argc + 1;
-  char **args = lua_newuserdatauv(L, nargs * sizeof *args, 0);
-  size_t k = 0;
-  args[k++] = (char *)sp->helper;
-  for (int i = 0; i < 4; i++) {
-    if (lim[i] <= 0) continue;
-    args[k++] = (char *)lim_flags[i];
-    args[k++] = (char *)lua_pushfstring(L, "%d", (int)(lim[i] > INT_MAX ? INT_MAX : lim[i]));
-  }
-  if (lim[2] > 0) {
-    /* nproc under a root engine: the child must not be root (see mk-exec) */
-    if (give_cwd) args[k++] = "-w";
-    if (!switched) args[k++] = "-u";
-  }
-  args[k++] = "--";
-  for (lua_Integer i = 1; i <= argc; i++) {
-    lua_geti(L, argt, i);
-    args[k++] = (char *)lua_tostring(L, -1); /* kept alive on the stack */
-  }
-  args[k] = NULL;
-  sp->args = args;
+  sp->args = wrapper_argv(L, sp->helper, lim, give_cwd, switched, argt, argc);
   return 0;
 }
 
