@@ -329,9 +329,13 @@ static const mk_op_vt proc_vt = {"proc.run", proc_results, proc_cancel, proc_fre
 
 /* ---- arguments ---------------------------------------------------------- */
 
+/* $MKENGINE_EXEC, else the mk-exec beside the running engine (its build
+ * tree or install prefix: runtime.c), else the paths compiled in. */
 static const char *exec_path(void) {
   const char *e = getenv("MKENGINE_EXEC");
   if (e && *e) return e;
+  static char near_exe[PATH_MAX];
+  if (mk_find_helper("engine/exec/mk-exec", "libexec/mkengine/mk-exec", near_exe, sizeof near_exe) == 0) return near_exe;
 #ifdef MK_EXEC_PATH
   if (access(MK_EXEC_PATH, X_OK) == 0) return MK_EXEC_PATH;
 #endif
