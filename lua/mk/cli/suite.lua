@@ -5,6 +5,9 @@
 --- and a total.
 local cli = require "mk.cli"
 local fs = require "mk.fs"
+local eval = require "mk.eval"
+local targets = require "mk.eval.targets"
+local task_lib = require "mk.services.task"
 
 local M = {
   summary = "check a benchmark: freeze every task and evaluate its reference as a candidate",
@@ -60,7 +63,7 @@ end
 -- Evaluate the reference of the loaded `task` as a candidate: the result
 -- table of Evaluator:evaluate with `scale` (the frozen suite's test scale).
 local function evaluate(task, opts)
-  local ev = require("mk.search.eval").new(task, {
+  local ev = eval.new(task, {
     suite_cache = not opts.fresh, baseline_cache = not opts.fresh, probe_stock = false,
     timeout = opts.time_limit,
   })
@@ -77,7 +80,6 @@ local function evaluate(task, opts)
   local scale = ev.frozen and ev.frozen.test_scale
   ev:close()
   if not ok then
-    local task_lib = require "mk.services.task"
     if r == task_lib.CANCELLED then error(r, 0) end
     return { status = "error", message = type(r) == "table" and r.message or tostring(r) }, scale
   end
@@ -86,11 +88,10 @@ end
 
 -- One task: {name, status, scale, seconds, peak_mb, message}.
 local function check_one(dir, name, opts, peak)
-  local task_lib = require "mk.services.task"
   local t0 = task_lib.now()
   peak.mb = 0
   local line = { name = name }
-  local task, err = require("mk.search.targets").load_task(dir .. "/" .. name)
+  local task, err = targets.load_task(dir .. "/" .. name)
   if not task then
     line.status, line.message = "error", "cannot load: " .. tostring(err and err.message)
   else
@@ -149,7 +150,7 @@ end
 
 -- Harness limits and the peak-memory observer, for targets that have them.
 local function instrument(opts, peak)
-  local pallas = require("mk.search.targets").get("pallas")
+  local pallas = targets.get("pallas")
   local env = {}
   for k, v in pairs(pallas.env or {}) do env[k] = v end
   env.MK_PALLAS_MEM_MB = tostring(math.tointeger(opts.mem_limit) or opts.mem_limit)
@@ -182,7 +183,7 @@ local function check(args)
     lines[#lines + 1] = check_one(dir, name, opts, peak)
     print_line(lines[#lines], opts.json)
   end
-  require("mk.search.targets").get("pallas").release()
+  targets.get("pallas").release()
   return print_total(lines, opts.json) == #lines and 0 or 1
 end
 
