@@ -11,13 +11,15 @@ local task_lib = require "mk.services.task"
 
 local M = {
   summary = "check a benchmark: freeze every task and evaluate its reference as a candidate",
-  usage = "usage: mkengine suite check DIR [--time-limit S] [--mem-limit MB] [--fresh] [--only PATTERN] [--json]",
+  usage = "usage: mkengine suite check DIR [--time-limit S] [--mem-limit MB] [--fresh] [--bench] [--only PATTERN] "
+    .. "[--json]",
   help = [[
 For every task directory in DIR (sorted by name): load it, freeze its tests
 (on a CPU the test scale is chosen by running the reference: see
 docs/targets/pallas.md, "Test scale"), then evaluate the task's reference
-file as a candidate (compile, search tests, benchmark, held-out tests; no
-tuning, no profile). Prints one line per task:
+file as a candidate: compiled and checked on the search and held-out tests
+(--bench: the whole path of `mkengine eval`, with the benchmark against the
+baseline; no tuning, no profile). Prints one line per task:
 
   TASK  STATUS  SCALE  SECONDS  PEAK_MB  [message]
 
@@ -30,6 +32,7 @@ largest resident memory of one of its harness processes (Pallas target).
   --time-limit S   seconds per task (default 300)
   --mem-limit MB   resident memory of each harness process (default 4096)
   --fresh          freeze anew in a temporary directory (no suite cache)
+  --bench          also time it against the baseline, as `mkengine eval` does
   --only PATTERN   only the tasks whose name matches the Lua pattern
   --json           one JSON object per task, then the total
 
@@ -60,8 +63,31 @@ local function scale_text(ts)
   return f == 1 and "own" or ("1/" .. tostring(f))
 end
 
+-- The verdict on the reference as a candidate: compiled and tested on the
+-- frozen search cases, then on the held-out ones, through the target.
+local function correctness(ev, files)
+  local task, target = ev.task, ev.target
+  local build = target.compile(task, files, ev.root .. "/reference", { tests_dir = ev.tests_dir })
+  if build.status ~= "ok" then return { status = build.status, message = build.message } end
+  local r = target.test(task, build, ev.tests_dir, { group = "search" })
+  if r.status ~= "ok" then return r end
+  local h = target.test(task, build, ev.tests_dir, { group = "heldout" })
+  if h.status ~= "ok" then h.message = "held-out tests: " .. tostring(h.message) end
+  return h
+end
+
+-- The whole path of `mkengine eval` (benchmark and baseline included).
+local function full_eval(ev, files)
+  local res = ev:evaluate(files, { tune = false, profile = false })
+  if res.correct then
+    local h = ev:heldout(files)
+    if not h.correct then res.status, res.message = h.status, "held-out tests: " .. tostring(h.message) end
+  end
+  return res
+end
+
 -- Evaluate the reference of the loaded `task` as a candidate: the result
--- table of Evaluator:evaluate with `scale` (the frozen suite's test scale).
+-- ({status, message}) and the frozen suite's test scale.
 local function evaluate(task, opts)
   local ev = eval.new(task, {
     suite_cache = not opts.fresh, baseline_cache = not opts.fresh, probe_stock = false,
@@ -70,12 +96,8 @@ local function evaluate(task, opts)
   local files = reference_files(task)
   local ok, r = pcall(function()
     if not files then return { status = "error", message = "the task has no reference source" } end
-    local res = ev:evaluate(files, { tune = false, profile = false })
-    if res.correct then
-      local h = ev:heldout(files)
-      if not h.correct then res.status, res.message = h.status, "held-out tests: " .. tostring(h.message) end
-    end
-    return res
+    ev:freeze()
+    return (opts.bench and full_eval or correctness)(ev, files)
   end)
   local scale = ev.frozen and ev.frozen.test_scale
   ev:close()
@@ -165,7 +187,7 @@ end
 
 local function check(args)
   local opts, pos = cli.parse(args, {
-    flags = { fresh = true, json = true },
+    flags = { fresh = true, json = true, bench = true },
     options = { time_limit = "number", mem_limit = "number", only = "string" },
   }, M.usage)
   if #pos ~= 1 then cli.usage_error("expected one benchmark directory", M.usage) end
