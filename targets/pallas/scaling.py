@@ -23,6 +23,7 @@ START_FLOPS = 2e9      # FLOPs of one reference call at the first scale accepted
 FLOP_BUDGET = 2e10     # ... and at a larger one, tried when smaller sizes give a trivial output
 FULL_FLOP_BUDGET = 1e12  # ... of a task with no sizes to scale (its own sizes are the only choice)
 SCALED_INPUT_BYTES = 256 << 20  # inputs of one case at a scaled (f > 1) scale
+SEARCH_S = 150     # seconds of search; no new factor is tried after them
 
 # Integer entries that are not sizes (tolerances, seeds, constants of the math).
 NOT_SIZE = re.compile(r"seed|tol|eps|theta|rate|prob|dropout|scale|factor|value|alpha|beta|temp|base|^p$|_p$",
@@ -223,8 +224,8 @@ def _trivial(np, outs):
         return "the reference returns no values"
     if any(not np.isfinite(o).all() for o in floats):
         return "the reference's output has NaN or Inf"
-    if all(o.size < 2 or float(np.ptp(o)) == 0.0 for o in floats):
-        return "the reference's output is constant"
+    if any(o.size > 1 for o in floats) and all(o.size < 2 or float(np.ptp(o)) == 0.0 for o in floats):
+        return "the reference's output is constant"  # a scalar (a mean loss) is judged by the input change
     return None
 
 
@@ -292,14 +293,24 @@ def try_factor(h, jax, task, ref, dtype, syms, f, max_input_bytes, budget=FLOP_B
     return a
 
 
+def _hopeless(tried):
+    """The reference failed the same way at the last three factors: scale
+    is not what it needs."""
+    last = [a.reason for a in tried[-3:]]
+    return len(last) == 3 and last[0].startswith("the reference fails") and len(set(last)) == 1
+
+
 def choose(h, jax, task, ref, dtype, target, max_input_bytes=None, log=None):
     """The chosen Attempt and the list of all attempts; raises
     h.HarnessError('cannot_freeze') naming why when no factor works."""
     syms = symbols(task["reference"], task["inputs_fn"], task.get("config"), task["entry"])
     tried, floor, budget = [], 0, START_FLOPS
+    end = h._clock() + SEARCH_S
     for f in (factors(syms, target) if target else [1]):
         if f <= floor:
             continue
+        if _hopeless(tried) or h._clock() > end:
+            break
         a = try_factor(h, jax, task, ref, dtype, syms, f, max_input_bytes, budget)
         if a.too_big:
             floor = f
