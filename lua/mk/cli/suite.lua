@@ -63,12 +63,20 @@ local function scale_text(ts)
   return f == 1 and "own" or ("1/" .. tostring(f))
 end
 
--- The verdict on the reference as a candidate: compiled and tested on the
--- frozen search cases, then on the held-out ones, through the target.
+-- The verdict on the reference as a candidate: tested on the frozen search
+-- cases, then on the held-out ones, through the target. The target's run
+-- step compiles it and reports a compile error as compile_error, so no
+-- separate compile step runs (it would cost one more process per task).
 local function correctness(ev, files)
   local task, target = ev.task, ev.target
-  local build = target.compile(task, files, ev.root .. "/reference", { tests_dir = ev.tests_dir })
-  if build.status ~= "ok" then return { status = build.status, message = build.message } end
+  local wd = ev.root .. "/reference"
+  assert(fs.mkdirs(wd))
+  for name, src in pairs(files) do assert(fs.write(wd .. "/" .. name, src)) end
+  local build = { status = "ok", workdir = wd, candidate = wd .. "/" .. task.candidate_file, defines = {} }
+  if target.name ~= "pallas" then -- other targets test what their compile built
+    build = target.compile(task, files, wd, { tests_dir = ev.tests_dir })
+    if build.status ~= "ok" then return { status = build.status, message = build.message } end
+  end
   local r = target.test(task, build, ev.tests_dir, { group = "search" })
   if r.status ~= "ok" then return r end
   local h = target.test(task, build, ev.tests_dir, { group = "heldout" })
