@@ -1300,6 +1300,7 @@ def cmd_freeze(a):
         os.makedirs(os.path.join(a.tests, sub), exist_ok=True)
     scale, record = choose_scale(jax, task, ref, dtype, a)
     plan, warnings = freeze_plan(task, _int_list(a.seeds) or [0], _int_list(a.heldout), scale)
+    warnings += [scale.warning] if scale.warning else []
     cases, digests = [], {}
     for case in plan:
         PHASE["now"] = "freezing case %s (scale factor %d)" % (case[0], scale.f)

@@ -588,8 +588,10 @@ class TestEndToEnd(unittest.TestCase):
             r, _, err = run_harness("freeze", "--task", task, "--tests", os.path.join(d, "tests"),
                                     "--seeds", "0,1", "--heldout", "")
             self.assertEqual(r["status"], "ok", err[-2000:])
-            self.assertEqual(len(r["warnings"]), 1)
-            self.assertIn("case s1 has the same inputs as case s0", r["warnings"][0])
+            self.assertEqual(len(r["warnings"]), 2, r["warnings"])
+            # no size to scale: its own sizes are frozen, with what they cannot test said
+            self.assertIn("the reference's output is constant: these tests cannot tell", r["warnings"][0])
+            self.assertIn("case s1 has the same inputs as case s0", r["warnings"][1])
 
     def test_maxkernel_task_end_to_end_with_static_args(self):
         task = os.path.join(TASKS, "tiny_maxkernel")
@@ -763,6 +765,13 @@ class TestPallasKernels(unittest.TestCase):
         self.assertEqual(r["scaled_config"], {"rows": 8, "cols": 8})
         self.assertEqual(r["cases"][0]["shapes"], [[8, 8], [8]])
 
+    def test_test_scale_off_keeps_the_tasks_own_shapes_with_no_search(self):
+        tests = os.path.join(self.tmp, "own")
+        r, _, _ = run_harness("freeze", "--task", self.tiny, "--tests", tests, "--seeds", "0", "--heldout", "",
+                              "--test-scale", "off")
+        self.assertEqual((r["test_scale"]["factor"], r["test_scale"]["tried"]), (1, []))
+        self.assertEqual(r["cases"][0]["shapes"], [[16, 128], [128]])
+
     def test_rows_kernel_is_correct_in_tpu_interpret_mode(self):
         r = self.run_bank("pallas_rows.py")
         self.assertEqual(r["status"], "ok", r)
@@ -833,7 +842,7 @@ class TestSuiteReferences(unittest.TestCase):
                 tests = os.path.join(d, "tests")
                 r, _, err = run_harness("freeze", "--task", task, "--tests", tests, "--seeds", "0", "--heldout", "")
                 self.assertEqual(r["status"], "ok", (n, r, err[-1500:]))
-                self.assertEqual(r["test_scale"], 256, n)
+                self.assertEqual(r["test_scale"]["target"], 256, n)
                 r, _, err = run_harness("test", "--task", task, "--candidate", os.path.join(task, "baseline.py"),
                                         "--tests", tests)
                 self.assertEqual(r["status"], "ok", (n, r, err[-1500:]))
