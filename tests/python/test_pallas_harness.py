@@ -828,17 +828,16 @@ class TestPallasKernels(unittest.TestCase):
 
 class TestSuiteReferences(unittest.TestCase):
     """Item: every JAXBench-layout task of the suite freezes (test-scaled on
-    the CPU) and passes its own reference, used as a candidate, in well
-    under a minute."""
+    the CPU) and passes its own reference, used as a candidate. (How long
+    that takes is measured by `mkengine suite check`, BENCHMARKS.md, not
+    asserted here: a loaded CI machine would fail a timed test.)"""
 
     def test_each_suite_reference_passes_as_a_candidate(self):
         names = sorted(d for d in os.listdir(SUITE) if os.path.isdir(os.path.join(SUITE, d)))
         self.assertGreaterEqual(len(names), 5)
-        import time
         for n in names:
             task = os.path.join(SUITE, n)
             with tempfile.TemporaryDirectory(prefix="mk-pallas-suite-") as d:
-                t0 = time.time()
                 tests = os.path.join(d, "tests")
                 r, _, err = run_harness("freeze", "--task", task, "--tests", tests, "--seeds", "0", "--heldout", "")
                 self.assertEqual(r["status"], "ok", (n, r, err[-1500:]))
@@ -846,7 +845,6 @@ class TestSuiteReferences(unittest.TestCase):
                 r, _, err = run_harness("test", "--task", task, "--candidate", os.path.join(task, "baseline.py"),
                                         "--tests", tests)
                 self.assertEqual(r["status"], "ok", (n, r, err[-1500:]))
-                self.assertLess(time.time() - t0, 60, n)
 
 
 class TestSuiteBanks(unittest.TestCase):
