@@ -77,25 +77,34 @@ def page(n):
     srv, url = start_viewer(["serve", run])
     d = browser()
     d.set_script_timeout(120)
-    loads, clicks = [], []
+    loads, clicks, busy, busy_click = [], [], [], []
+    d.execute_cdp_cmd("Performance.enable", {})
+
+    def task_s():  # the renderer's main thread: seconds spent running tasks (CPU-like, not waiting)
+        return {m["name"]: m["value"] for m in d.execute_cdp_cmd("Performance.getMetrics", {})["metrics"]}["TaskDuration"]
     try:
         for _ in range(3):
             t0 = time.monotonic()
             d.get(url + "run/")
             d.execute_async_script(USABLE, n)
             loads.append(time.monotonic() - t0)
+            b1 = task_s()  # the counter starts again with each document
+            busy.append(b1)
             t1 = time.monotonic()
             d.execute_async_script("""
               const done = arguments[arguments.length - 1];
               mkui.select('n%04d').then(() => done(document.querySelector('#panel pre.node-code') !== null));
             """ % (n // 2))
             clicks.append(time.monotonic() - t1)
+            busy_click.append(task_s() - b1)
     finally:
         d.quit()
         srv.kill()
         shutil.rmtree(tmp, ignore_errors=True)
     print("%d-node run, navigation to tree drawn: %s" % (n, fmt(loads, "s")))
+    print("  page main thread busy meanwhile: %s" % fmt(busy, "s"))
     print("click to a node's code shown: %s" % fmt([c * 1000 for c in clicks], "ms"))
+    print("  page main thread busy meanwhile: %s" % fmt([b * 1000 for b in busy_click], "ms"))
 
 
 def engine_cpu(pid, proc):
