@@ -327,7 +327,147 @@ ALLOWED_IMPORTS = ("jax", "jaxlib", "numpy", "functools", "math", "typing", "dat
                    "itertools", "operator", "collections", "enum", "abc", "__future__", "ml_dtypes")
 FORBIDDEN_CALLS = ("open", "exec", "eval", "compile", "__import__", "globals", "locals", "vars",
                    "setattr", "delattr", "breakpoint", "input")
+# Modules a task's own file imports at module level for its benchmark()
+# helper (MaxKernel's GEMM reference: `import time`, `import json`). Importing
+# them does nothing; using them in code that can run is refused.
+INERT_IMPORTS = ("time", "json")
 FORBIDDEN_NAMES = ("mk_reference", "workload_reference", "__builtins__", "__loader__", "__spec__")
+
+
+ENTRIES = ("workload", "computation")  # what the harness calls in a candidate
+
+
+def _is_main_guard(node):
+    """`if __name__ == "__main__":` (either operand order)."""
+    t = node.test if isinstance(node, ast.If) else None
+    if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq)):
+        return False
+    sides = [t.left, t.comparators[0]]
+    return (any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides)
+            and any(isinstance(x, ast.Constant) and x.value == "__main__" for x in sides))
+
+
+def _name_rebound(tree):
+    """Whether the candidate binds __name__ itself (then a __main__ block
+    might run on import and is screened like the rest)."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and n.id == "__name__" and not isinstance(n.ctx, ast.Load):
+            return True
+        if isinstance(n, ast.alias) and n.asname == "__name__":
+            return True
+        if isinstance(n, (ast.Global, ast.Nonlocal)) and "__name__" in n.names:
+            return True
+    return False
+
+
+def _names_in(nodes):
+    """Every identifier and string constant in the subtrees (a function may
+    be reached by name, or by a string given to getattr)."""
+    out = set()
+    for root in nodes:
+        for n in ast.walk(root):
+            if isinstance(n, ast.Name):
+                out.add(n.id)
+            elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+                out.add(n.value)
+    return out
+
+
+def _def_header(fn):
+    """The parts of a def that run when the module is imported: decorators,
+    default values, annotations."""
+    a = fn.args
+    parts = list(fn.decorator_list) + list(a.defaults) + [d for d in a.kw_defaults if d is not None]
+    parts += [x.annotation for x in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]
+              if x is not None and x.annotation is not None]
+    return parts + ([fn.returns] if fn.returns is not None else [])
+
+
+def screened_nodes(tree):
+    """The parts of a candidate that can run when the harness imports it and
+    calls its entry: module-level code (a `__main__` block excepted: the
+    module is imported under another name), and the bodies of the module's
+    functions reachable from that code or from the entry. Helpers nothing
+    reaches (a task file's benchmark(), get_flops()) never run: their
+    imports and calls are not the candidate's."""
+    skip_main = not _name_rebound(tree)
+    defs, top = {}, []
+    for st in tree.body:
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defs.setdefault(st.name, []).append(st)
+            top += _def_header(st)
+        elif skip_main and _is_main_guard(st):
+            top += [st.test] + st.orelse
+        else:
+            top.append(st)
+    reached, todo = set(), list(_names_in(top) | set(ENTRIES))
+    while todo:
+        name = todo.pop()
+        if name in reached:
+            continue
+        reached.add(name)
+        for fn in defs.get(name, []):
+            todo += list(_names_in(fn.body) - reached)
+    bodies = [st for name in reached for fn in defs.get(name, []) for st in fn.body]
+    return [n for root in top + bodies for n in ast.walk(root)]
+
+
+def _assign_violations(node, imported):
+    targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+    bad = []
+    for t in targets:
+        base = t
+        while isinstance(base, (ast.Attribute, ast.Subscript)):
+            base = base.value
+        if t is not base and isinstance(base, ast.Name) and base.id in imported:
+            bad.append("line %d: assigning into imported module %s is not allowed (no patching "
+                       "of JAX, timers or the harness)" % (node.lineno, base.id))
+    return bad
+
+
+def _imported_modules(node):
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom):
+        return [node.module or ""] if node.level == 0 else ["." * node.level + (node.module or "")]
+    return []
+
+
+def _node_violations(node, imported):
+    bad = []
+    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+        bad += _assign_violations(node, imported)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
+        name = node.args[1] if len(node.args) > 1 else None
+        if not (isinstance(name, ast.Constant) and isinstance(name.value, str)
+                and not name.value.startswith("__")):
+            bad.append("line %d: getattr() needs a constant, non-dunder attribute name" % node.lineno)
+    for m in _imported_modules(node):
+        if m.split(".", 1)[0] not in ALLOWED_IMPORTS + INERT_IMPORTS:
+            bad.append("line %d: import of %s is not allowed (allowed: %s)"
+                       % (node.lineno, m, ", ".join(ALLOWED_IMPORTS)))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
+        bad.append("line %d: call of %s() is not allowed" % (node.lineno, node.func.id))
+    if isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
+        bad.append("line %d: use of %s is not allowed" % (node.lineno, node.id))
+    if isinstance(node, ast.Attribute) and node.attr in ("__globals__", "__code__", "__subclasses__",
+                                                          "__builtins__", "__dict__"):
+        bad.append("line %d: access to .%s is not allowed" % (node.lineno, node.attr))
+    return bad
+
+
+def _inert_uses(nodes):
+    """Uses of names bound by imports of INERT_IMPORTS (allowed imported,
+    never used)."""
+    bound = {}
+    for node in nodes:
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and \
+                any(m.split(".", 1)[0] in INERT_IMPORTS for m in _imported_modules(node)):
+            for a in node.names:
+                bound[(a.asname or a.name).split(".", 1)[0]] = _imported_modules(node)[0]
+    return ["line %d: use of %s (module %s) is not allowed: it may be imported, as a task's file does for its "
+            "benchmark helper, but not used" % (n.lineno, n.id, bound[n.id])
+            for n in nodes if isinstance(n, ast.Name) and n.id in bound]
 
 
 def scan_candidate(source, filename="kernel.py"):
@@ -335,51 +475,24 @@ def scan_candidate(source, filename="kernel.py"):
     Candidates may import JAX, numpy and a few pure stdlib modules; file,
     process and introspection access (open, os, subprocess, eval, getattr...)
     and references to the task's reference module are refused: they are the
-    ways to read the expected outputs, call the reference, or patch timers."""
+    ways to read the expected outputs, call the reference, or patch timers.
+    Only code that can run is screened (screened_nodes): a task's own file,
+    with its benchmark() helper and __main__ block, is a valid candidate."""
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError:
         return []  # reported as a compile error by the import
-    bad = []
+    nodes = screened_nodes(tree)
     imported = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             imported.update((a.asname or a.name).split(".", 1)[0] for a in node.names)
         elif isinstance(node, ast.ImportFrom):
             imported.update(a.asname or a.name for a in node.names)
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-            for t in targets:
-                base = t
-                while isinstance(base, (ast.Attribute, ast.Subscript)):
-                    base = base.value
-                if t is not base and isinstance(base, ast.Name) and base.id in imported:
-                    bad.append("line %d: assigning into imported module %s is not allowed (no patching "
-                               "of JAX, timers or the harness)" % (node.lineno, base.id))
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
-            name = node.args[1] if len(node.args) > 1 else None
-            if not (isinstance(name, ast.Constant) and isinstance(name.value, str)
-                    and not name.value.startswith("__")):
-                bad.append("line %d: getattr() needs a constant, non-dunder attribute name" % node.lineno)
-        if isinstance(node, ast.Import):
-            mods = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            mods = [node.module or ""] if node.level == 0 else ["." * node.level + (node.module or "")]
-        else:
-            mods = []
-        for m in mods:
-            if m.split(".", 1)[0] not in ALLOWED_IMPORTS:
-                bad.append("line %d: import of %s is not allowed (allowed: %s)"
-                           % (node.lineno, m, ", ".join(ALLOWED_IMPORTS)))
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
-            bad.append("line %d: call of %s() is not allowed" % (node.lineno, node.func.id))
-        if isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
-            bad.append("line %d: use of %s is not allowed" % (node.lineno, node.id))
-        if isinstance(node, ast.Attribute) and node.attr in ("__globals__", "__code__", "__subclasses__",
-                                                              "__builtins__", "__dict__"):
-            bad.append("line %d: access to .%s is not allowed" % (node.lineno, node.attr))
-    return bad
+    bad = _inert_uses(nodes)
+    for node in nodes:
+        bad += _node_violations(node, imported)
+    return sorted(set(bad), key=lambda m: (int(m.split(":")[0].split()[1]), m))
 
 
 # --------------------------------------------------------------------------
@@ -913,9 +1026,73 @@ def interpret_mode(jax, mode):
     return mode
 
 
+# Entries of the race detector's vector clocks. JAX's default (2 x cores)
+# missed a race between two DMAs in flight (B's destination read after A's
+# wait, before B's); every DMA in flight needs its own entry to be ordered.
+VECTOR_CLOCK_SIZE = 16
+
+
 def tpu_interpret_params():
     from jax.experimental.pallas import tpu as pltpu  # noqa: PLC0415
-    return pltpu.InterpretParams(detect_races=True, out_of_bounds_reads="raise", uninitialized_memory="nan")
+    return pltpu.InterpretParams(detect_races=True, out_of_bounds_reads="raise", uninitialized_memory="nan",
+                                 vector_clock_size=VECTOR_CLOCK_SIZE)
+
+
+DEFAULT_CHIP = "TPU v6 lite"  # the emulated chip's device_kind (targets/pallas/tpu_chips.lua names it)
+_EMULATED = {}
+
+
+class _EmulatedDevice:
+    """A device as a kernel asks about it in TPU interpret mode: the real
+    (CPU) device, except that it says it is the emulated TPU."""
+
+    def __init__(self, real, kind):
+        self._real, self.device_kind, self.platform, self.num_cores = real, kind, "tpu", 1
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def __repr__(self):
+        return "TpuDevice(id=%s, emulated %r on %r)" % (self._real.id, self.device_kind, self._real.device_kind)
+
+
+def _asks_for_chip(frame, candidate_path):
+    """Whether the caller is the candidate or a Pallas TPU op it uses (not
+    JAX itself, whose internals must keep seeing the CPU)."""
+    f = os.path.abspath(frame.f_code.co_filename)
+    return f == candidate_path or (os.sep + os.path.join("pallas", "ops", "tpu")) in f
+
+
+def _device_list(real_fn, kind, candidate_path):
+    def devices(*a, **k):
+        out = real_fn(*a, **k)
+        if _asks_for_chip(sys._getframe(1), candidate_path):
+            return [_EmulatedDevice(d, kind) for d in out]
+        return out
+    return devices
+
+
+def emulate_chip(jax, kind, candidate_path):
+    """TPU interpret mode runs on the CPU, where a kernel asking for its chip
+    (pltpu.get_tpu_info(), jax.devices()[0].device_kind) would get "cpu":
+    make it see the emulated TPU `kind` instead (JAX's own code still sees
+    the CPU). Idempotent within a process; an unknown kind is bad_args."""
+    from jax._src.pallas.mosaic import tpu_info  # noqa: PLC0415
+    kind = kind or DEFAULT_CHIP
+    if tpu_info.chip_version_from_device_kind(kind) is None:
+        raise HarnessError("bad_args", "--chip %r is not a TPU device kind JAX knows (e.g. %r, 'TPU v5 lite')"
+                           % (kind, DEFAULT_CHIP))
+    if _EMULATED.get("kind") == kind:
+        return
+    _EMULATED.setdefault("devices", jax.devices)
+    _EMULATED.setdefault("local_devices", jax.local_devices)
+    _EMULATED["kind"] = kind
+    tpu_info.get_device_kind = lambda: kind
+    tpu_info.get_num_device_cores = lambda: 1
+    tpu_info.get_tpu_info.cache_clear()
+    path = os.path.abspath(candidate_path)
+    jax.devices = _device_list(_EMULATED["devices"], kind, path)
+    jax.local_devices = _device_list(_EMULATED["local_devices"], kind, path)
 
 
 def reset_tpu_interpret():
@@ -945,7 +1122,9 @@ class _Tee(io.TextIOBase):
 
 
 _RACE_RE = re.compile(r"RACE DETECTED\n(?:[^\n]*\n){0,4}")
-_OOB_RE = re.compile(r"Out-of-bounds (?:read|write)[^\n]*")
+# Element accesses ("Out-of-bounds read of ...") and BlockSpec index maps
+# ("Out-of-bounds block index (0, 4) for input "a_ref" ...") alike.
+_OOB_RE = re.compile(r"Out-of-bounds (?:read|write|block index)[^\n]*")
 
 
 def _races_found():
@@ -1003,15 +1182,18 @@ def call_checked(compiled, args, mode, candidate_path=None):
     return out, None
 
 
-def load_candidate(path, params=None, interpret="off"):
+def load_candidate(path, params=None, interpret="off", chip=None):
     """Import the candidate; tunable params become module globals before any
-    trace. Raises CandidateError('import') on failure."""
+    trace. In TPU interpret mode it sees the emulated `chip`. Raises
+    CandidateError('import') on failure."""
     jax = _jax()
     bad = scan_candidate(_read(path))
     if bad:
         raise CandidateRejected("; ".join(bad[:5]))
     if interpret == "plain":
         _install_interpret(jax)
+    if interpret == "tpu":
+        emulate_chip(jax, chip, path)
     try:
         mod = _import_file(path, "mk_candidate")
     except BaseException as e:  # noqa: BLE001 (SystemExit from candidate code too)
@@ -1383,7 +1565,7 @@ def _candidate_compiled(task, a):
     args, statics = _bench_args(task, a)
     mode = interpret_mode(jax, a.interpret)
     try:
-        mod = load_candidate(a.candidate, _params(a), mode)
+        mod = load_candidate(a.candidate, _params(a), mode, a.chip)
         fn = entry_fn(task, mod, statics)
         if fn is None:
             return None, args, {"status": "compile_error", "phase": "import", "kind": "import",
@@ -1413,7 +1595,7 @@ def cmd_run(a):
     os.makedirs(a.outputs, exist_ok=True)
     mode = interpret_mode(jax, a.interpret)
     try:
-        mod = load_candidate(a.candidate, _params(a), mode)
+        mod = load_candidate(a.candidate, _params(a), mode, a.chip)
     except CandidateRejected as e:
         return {"status": "rejected", "message": "kernel.py breaks the rules: %s" % e}
     except CandidateError as e:
@@ -1718,6 +1900,8 @@ def build_parser():
                            default=os.environ.get("MK_PALLAS_INTERPRET") or "auto",
                            help="auto (TPU interpret mode on a CPU backend, native otherwise), tpu, "
                                 "plain (interpret=True on every pallas_call) or off; bare --interpret = plain")
+            s.add_argument("--chip", default=os.environ.get("MK_PALLAS_CHIP") or DEFAULT_CHIP,
+                           help="device_kind the kernel sees in TPU interpret mode (default %r)" % DEFAULT_CHIP)
         if tests is not None:
             s.add_argument("--tests", required=tests, help="frozen tests directory")
             s.add_argument("--case", help="case id for compile/bench inputs")

@@ -420,6 +420,9 @@ function M.load(dir)
       return nil, { kind = "bad_task", message = abs .. "/task.lua: target is not \"pallas\"" }
     end
     spec = t
+    if spec.chip ~= nil and not M.chip_kind(spec.chip) then
+      return nil, { kind = "bad_task", message = abs .. "/task.lua: chip: " .. select(2, M.chip_kind(spec.chip)) }
+    end
   end
   local args = { "--task", abs }
   if spec.tolerance then
@@ -455,6 +458,7 @@ function M.load(dir)
     dtype = spec.dtype,
     interpret = spec.interpret,
     test_scale = spec.test_scale,
+    chip = spec.chip, -- the TPU a kernel sees in interpret mode (M.chip_kind)
     python = r.python,
   }
   task.prompt_notes = string.format(
@@ -530,8 +534,27 @@ end
 -- Candidate steps
 -- ---------------------------------------------------------------------------
 
+--- The chip a kernel sees in TPU interpret mode when neither the task
+--- (task.lua `chip`) nor the run (opts.chip) names one.
+M.chip = "v6e"
+
+--- JAX's device_kind of a chip named as tpu_chips.lua names it ("v5e",
+--- "TPU v6e", "trillium", "TPU v5 lite"), or nil, why.
+function M.chip_kind(name)
+  local lk = tostring(name):lower()
+  for _, c in ipairs(dofile(M.dir .. "/tpu_chips.lua")) do
+    if lk == c.name:lower() or lk == c.alt or lk == c.device_kind:lower() or lk == c.name:lower():gsub("^tpu ", "") then
+      return c.device_kind
+    end
+  end
+  return nil, "unknown TPU chip " .. tostring(name) .. " (targets/pallas/tpu_chips.lua lists v5e, v6e)"
+end
+
 local function candidate_args(task, build, extra, opts)
   local a = task_args(task, { "--candidate", build.candidate })
+  local kind, why = M.chip_kind(opts and opts.chip or task.chip or M.chip)
+  if not kind then error("pallas: " .. why, 0) end
+  a[#a + 1] = "--chip"; a[#a + 1] = kind
   if build.defines and next(build.defines) then
     a[#a + 1] = "--params"; a[#a + 1] = cjson.encode(build.defines)
   end
