@@ -7,8 +7,8 @@
 local fs = require "mk.fs"
 local task_lib = require "mk.services.task"
 local proc = require "mk.proc"
-local c = require("mk.search.targets").get("c")
-local eval = require "mk.search.eval"
+local c = require("mk.eval.targets").get("c")
+local eval = require "mk.eval"
 
 local rows = tonumber(arg and arg[1]) or 1024
 local cols = tonumber(arg and arg[2]) or 1024

@@ -12,7 +12,7 @@
 -- time breakdown (`timing`) when the engine reports one, and medians.
 local fs = require "mk.fs"
 local task_lib = require "mk.services.task"
-local eval = require "mk.search.eval"
+local eval = require "mk.eval"
 
 local TASK = arg and arg[1] or "examples/tasks/c/rmsnorm"
 local rows, cols = tonumber(arg and arg[2]), tonumber(arg and arg[3])

@@ -12,9 +12,9 @@
 -- the engine itself).
 local fs = require "mk.fs"
 local task_lib = require "mk.services.task"
-local targets = require "mk.search.targets"
+local targets = require "mk.eval.targets"
 local pallas = targets.get("pallas")
-local eval = require "mk.search.eval"
+local eval = require "mk.eval"
 
 local pool = tonumber(arg and arg[1]) or 1
 local rounds = tonumber(arg and arg[2]) or 2

@@ -1,4 +1,4 @@
--- Measure every scripted-bank kernel of a task suite through mk.search.eval and
+-- Measure every scripted-bank kernel of a task suite through mk.eval and
 -- print one Markdown table row per kernel (task, kernel, expect, verdict,
 -- latency, baseline, speedup) plus each task's reference latency.
 --
@@ -9,7 +9,7 @@
 -- defaults their files declare. The figures in BENCHMARKS.md
 -- ("## CPU suite banks") come from this script.
 local fs = require "mk.fs"
-local eval = require "mk.search.eval"
+local eval = require "mk.eval"
 
 local suite = arg[1] or "examples/suites/cpu"
 local min_time = tonumber(arg[2] or "") or 0.5

@@ -1,4 +1,4 @@
--- Remote evaluation throughput (mk.search.pool + `mkengine worker`):
+-- Remote evaluation throughput (mk.eval.pool + `mkengine worker`):
 --   1. dispatch overhead: a request the worker answers from its own result
 --      memo (the evaluation itself costs ~0), so the round trip is the
 --      protocol alone: engine -> pipe or loopback ssh -> worker -> back;
@@ -10,8 +10,8 @@
 -- Usage: MKENGINE_HOME=$PWD build/mkengine script bench/workers_bench.lua [N_ROUNDTRIPS] [QUEUE]
 local fs = require "mk.fs"
 local task = require "mk.services.task"
-local pool_lib = require "mk.search.pool"
-local eval = require "mk.search.eval"
+local pool_lib = require "mk.eval.pool"
+local eval = require "mk.eval"
 local daemons = dofile("tests/lua/lib/daemons.lua")
 
 local N = tonumber(arg and arg[1]) or 50

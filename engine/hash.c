@@ -1,8 +1,8 @@
 /* hash.c: `mk.hash`, the engine's SHA-256 for Lua (cache keys, frozen test
- * manifests). The implementation is engine/sha256.c, shared with the C
- * target's harness programs. */
+ * manifests). The digests are OpenSSL's (engine/digest.c, shared with the C
+ * target's harness programs). */
 #include "mk.h"
-#include "sha256.h"
+#include "digest.h"
 
 #include <errno.h>
 #include <string.h>
@@ -11,11 +11,8 @@
 static int l_sha256(lua_State *L) {
   size_t n;
   const char *data = luaL_checklstring(L, 1, &n);
-  mk_sha256 s;
   char hex[65];
-  mk_sha256_init(&s);
-  mk_sha256_update(&s, data, n);
-  mk_sha256_hex(&s, hex);
+  if (mk_sha256_hex(data, n, hex) != 0) return luaL_error(L, "sha256: libcrypto could not hash (out of memory?)");
   lua_pushlstring(L, hex, 64);
   return 1;
 }

@@ -1,5 +1,5 @@
 ---@meta mk.hash
--- engine/hash.c over engine/sha256.c (docs/api/hash.md).
+-- engine/hash.c over engine/digest.c, OpenSSL libcrypto (docs/api/hash.md).
 
 ---@class mk.hash
 local hash = {}

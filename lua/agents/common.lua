@@ -2,7 +2,7 @@
 --- every prompt gets (task, target rules, hardware facts), chat through the
 --- run's model, code extraction from replies and knowledge retrieval.
 local template = require "mk.services.template"
-local targets = require "mk.search.targets"
+local targets = require "mk.eval.targets"
 local home = require "mk.home"
 local cjson = require "cjson.safe"
 

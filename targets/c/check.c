@@ -24,6 +24,7 @@
  * "seal": [...]} (used to write the manifest and its seal; a file that
  * changes while it is hashed is an error), and `mkc-check --sha256 FILE`. */
 #include "common.h"
+#include "digest.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,20 +62,16 @@ static int verify_entry(entry_t *e, const char *root) {
     stat_id(path, id);
     if (id[0] && !strcmp(id, e->seal)) { e->verified = 1; return 0; }
   }
-  if (mkc_sha256_file(path, sha) != 0) return -1;
+  if (mk_sha256_file(path, sha) != 0) return -1;
   if (strcmp(sha, e->sha)) return -2;
   e->verified = 1;
   return 0;
 }
 
-static void json_str(const char *s) {
-  putchar('"');
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\') printf("\\%c", *s);
-    else if ((unsigned char)*s < 32) printf("\\u%04x", *s);
-    else putchar(*s);
-  }
-  putchar('"');
+/* Write b to stdout and empty it. */
+static void put(mk_buf *b) {
+  if (b->n) fwrite(b->p, 1, b->n, stdout);
+  mk_buf_free(b);
 }
 
 static int die(const char *fmt, ...) {
@@ -83,9 +80,11 @@ static int die(const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  printf("{\"ok\":false,\"error\":");
-  json_str(msg);
-  printf(",\"results\":[]}\n");
+  mk_buf b = {0};
+  mkc_printf(&b, "{\"ok\":false,\"error\":");
+  mkc_json_str(&b, msg);
+  mkc_printf(&b, ",\"results\":[]}\n");
+  put(&b);
   exit(1);
 }
 
@@ -122,9 +121,13 @@ static void release(void *p) {
     }
 }
 
-/* "12 x 40" style coordinates of a flat index, from a shape like 37x129. */
-static void coords(char *dst, size_t cap, size_t idx, const char *shape) {
-  if (!shape || !*shape) { snprintf(dst, cap, "[%zu]", idx); return; }
+/* Append "[12, 40]" style coordinates of a flat index, from a shape like
+ * 37x129 (or "[idx]" without one). */
+static void add_coords(mk_buf *b, size_t idx, const char *shape) {
+  if (!shape || !*shape) {
+    mkc_printf(b, "[%zu]", idx);
+    return;
+  }
   size_t dims[8];
   int nd = 0;
   for (const char *s = shape; *s && nd < 8;) {
@@ -133,11 +136,13 @@ static void coords(char *dst, size_t cap, size_t idx, const char *shape) {
     else break;
   }
   size_t c[8];
-  for (int i = nd - 1; i >= 0; i--) { c[i] = dims[i] ? idx % dims[i] : 0; idx = dims[i] ? idx / dims[i] : 0; }
-  size_t n = 0;
-  n += (size_t)snprintf(dst + n, cap - n, "[");
-  for (int i = 0; i < nd && n < cap; i++) n += (size_t)snprintf(dst + n, cap - n, "%s%zu", i ? ", " : "", c[i]);
-  if (n < cap) snprintf(dst + n, cap - n, "]");
+  for (int i = nd - 1; i >= 0; i--) {
+    c[i] = dims[i] ? idx % dims[i] : 0;
+    idx = dims[i] ? idx / dims[i] : 0;
+  }
+  mkc_printf(b, "[");
+  for (int i = 0; i < nd; i++) mkc_printf(b, "%s%zu", i ? ", " : "", c[i]);
+  mkc_printf(b, "]");
 }
 
 /* 1 when every got[i] is finite and within atol + rtol*|want[i]| (a NaN
@@ -154,144 +159,209 @@ static int all_close_f32(const float *got, const float *want, size_t n, double a
   return ok;
 }
 
+/* One cmp/cmp2 line: CASE NAME DTYPE COUNT OFFSET HASH EXPECTED_REL ATOL
+ * RTOL [SHAPE] (for cmp2, EXPECTED_REL is OFFSET2:HASH2 in blob2). */
+typedef struct {
+  const char *cas, *name, *hash, *rel, *shape;
+  mkc_dtype dt;
+  size_t count, bytes;
+  off_t off;
+  double atol, rtol;
+} cmp_line;
+
+/* What the comparison of one output found. */
+typedef struct {
+  int ok, tampered;
+  size_t bad, unwritten, nonfinite, zeros, first_bad, worst;
+  double max_err, rms, atol_eff;
+  mk_buf msg;
+} verdict;
+
+static cmp_line parse_cmp(char **t, int nt) {
+  cmp_line c = {.cas = t[1], .name = t[2], .dt = mkc_dtype_parse(t[3]), .hash = t[6], .rel = t[7]};
+  if (c.dt == MKC_BAD) die("bad dtype %s", t[3]);
+  c.count = (size_t)strtoull(t[4], NULL, 10);
+  c.bytes = c.count * mkc_dtype_size(c.dt);
+  c.off = (off_t)strtoll(t[5], NULL, 10);
+  c.atol = atof(t[8]);
+  c.rtol = atof(t[9]);
+  c.shape = nt > 10 ? t[10] : NULL;
+  return c;
+}
+
+static int hash_matches(const void *data, size_t bytes, const char *want) {
+  char h[17];
+  snprintf(h, sizeof h, "%016llx", (unsigned long long)mkc_hash64(data, bytes));
+  return !strcmp(h, want);
+}
+
+/* cmp2: the reference's own output of this evaluation, in blob2, checked
+ * against the hash the runner reported for it. */
+static void *reference_output(const cmp_line *c, const char *blob2) {
+  off_t off2 = (off_t)strtoll(c->rel, NULL, 10);
+  const char *h2 = strchr(c->rel, ':');
+  void *want = read_range(blob2, off2, c->bytes);
+  if (!want || !h2) die("reference output for %s/%s is missing", c->cas, c->name);
+  if (!hash_matches(want, c->bytes, h2 + 1)) die("reference output for %s/%s does not match its hash", c->cas, c->name);
+  return want;
+}
+
+/* cmp: a frozen expected file, verified against the manifest first. */
+static void *expected_output(const cmp_line *c, const char *root) {
+  entry_t *e = NULL;
+  for (int i = 0; i < nman; i++)
+    if (!strcmp(man[i].rel, c->rel)) e = &man[i];
+  if (!e) die("expected file %s is not in the manifest", c->rel);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", root, c->rel);
+  int v = verify_entry(e, root);
+  if (v == -1) die("cannot read expected file %s", path);
+  if (v == -2) die("expected file %s does not match the manifest (tampered?)", c->rel);
+  void *want = read_range(path, 0, c->bytes);
+  if (!want) die("expected file %s is shorter than %zu bytes", c->rel, c->bytes);
+  return want;
+}
+
+/* Root mean square of the finite expected values. */
+static double rms_of(const void *want, mkc_dtype dt, size_t count) {
+  double sum = 0;
+  size_t nf = 0;
+  if (dt == MKC_F32) {
+    const float *W = want;
+    for (size_t i = 0; i < count; i++) {
+      double w = W[i];
+      if (isfinite(w)) { sum += w * w; nf++; }
+    }
+  } else {
+    for (size_t i = 0; i < count; i++) {
+      double w = mkc_get(want, dt, i);
+      if (isfinite(w)) { sum += w * w; nf++; }
+    }
+  }
+  return nf ? sqrt(sum / (double)nf) : 0;
+}
+
+/* Element i against its tolerance: 1 when wrong; counts what kind of wrong
+ * into v and returns the error's ratio to the tolerance in *ratio. */
+static int element_wrong(const cmp_line *c, const void *got, const void *want, size_t i, verdict *v, double *ratio) {
+  int isf = c->dt == MKC_F32 || c->dt == MKC_F64, b;
+  double g = mkc_get(got, c->dt, i), w = mkc_get(want, c->dt, i), err = 0, tol = v->atol_eff + c->rtol * fabs(w);
+  if (mkc_is_poison(got, c->dt, i)) { v->unwritten++; b = 1; }
+  else if (!isf) b = g != w;
+  else if (isnan(w)) b = !isnan(g);
+  else if (isinf(w)) b = g != w;
+  else if (!isfinite(g)) { v->nonfinite++; b = 1; }
+  else {
+    err = fabs(g - w);
+    if (err > v->max_err) v->max_err = err;
+    b = err > tol;
+    if (g == 0 && w != 0) v->zeros++;
+  }
+  *ratio = isfinite(err) && err > 0 ? err / (tol > 0 ? tol : 1e-300) : 1e300;
+  return b;
+}
+
+/* Count the wrong elements, the first and the worst. float32 outputs
+ * (nearly all) take a tight loop first; it passes only when every element
+ * is finite and within tolerance, which is what the full loop would find,
+ * and the full loop runs otherwise to describe the failure. */
+static void scan_elements(const cmp_line *c, const void *got, const void *want, verdict *v) {
+  if (c->dt == MKC_F32 && all_close_f32(got, want, c->count, v->atol_eff, c->rtol, &v->max_err)) return;
+  double worst_ratio = -1, ratio;
+  v->max_err = 0;
+  v->first_bad = (size_t)-1;
+  for (size_t i = 0; i < c->count; i++) {
+    if (!element_wrong(c, got, want, i, v, &ratio)) continue;
+    v->bad++;
+    if (v->first_bad == (size_t)-1) v->first_bad = i;
+    if (ratio > worst_ratio) { worst_ratio = ratio; v->worst = i; }
+  }
+}
+
+/* got and expected at element i, after "; LABEL at [coords]". */
+static void add_element(mk_buf *b, const char *label, const cmp_line *c, const void *got, const void *want, size_t i) {
+  mkc_printf(b, "; %s at ", label);
+  add_coords(b, i, c->shape);
+  mkc_printf(b, ": got %.7g, expected %.7g", mkc_get(got, c->dt, i), mkc_get(want, c->dt, i));
+}
+
+/* The message of a wrong output: how many elements, of what kind, the
+ * first and the worst, the error against the tolerance. */
+static void describe_failure(const cmp_line *c, const void *got, const void *want, verdict *v) {
+  mk_buf *m = &v->msg;
+  mkc_printf(m, "case %s, output '%s'", c->cas, c->name);
+  if (c->shape) mkc_printf(m, " (shape %s)", c->shape);
+  mkc_printf(m, ": %zu of %zu elements wrong", v->bad, c->count);
+  if (v->unwritten) mkc_printf(m, ", %zu never written (still NaN poison)", v->unwritten);
+  if (v->nonfinite) mkc_printf(m, ", %zu NaN/Inf", v->nonfinite);
+  if (v->zeros + v->unwritten == c->count || (v->zeros > 0 && v->zeros == v->bad && v->bad == c->count))
+    mkc_printf(m, ", output is all zeros");
+  add_element(m, "first", c, got, want, v->first_bad);
+  if (v->worst != v->first_bad) add_element(m, "worst", c, got, want, v->worst);
+  mkc_printf(m, "; max |error| %.3g, tolerance %.3g + %.3g*|expected| (outputs' rms %.3g)", v->max_err, v->atol_eff,
+             c->rtol, v->rms);
+}
+
+/* Compare the output the runner wrote (got) with the expected one. */
+static void judge(const cmp_line *c, const void *got, const void *want, verdict *v) {
+  v->ok = 1;
+  v->atol_eff = c->atol;
+  if (!got) {
+    v->ok = 0;
+    mkc_printf(&v->msg, "output '%s' of case %s is missing from the runner's output file", c->name, c->cas);
+    return;
+  }
+  if (!hash_matches(got, c->bytes, c->hash)) {
+    v->ok = 0;
+    v->tampered = 1;
+    mkc_printf(&v->msg, "the output file for '%s' of case %s was modified after the runner wrote it", c->name, c->cas);
+    return;
+  }
+  if (c->dt == MKC_F32 || c->dt == MKC_F64) {
+    v->rms = rms_of(want, c->dt, c->count);
+    /* An absolute tolerance only makes sense relative to the outputs'
+     * scale: on small outputs an all-zero answer would pass it. */
+    if (v->rms > 0 && v->rms < 1) v->atol_eff = c->atol * v->rms;
+  }
+  scan_elements(c, got, want, v);
+  if (v->bad) {
+    v->ok = 0;
+    describe_failure(c, got, want, v);
+  }
+}
+
 static int first_result = 1;
+
+/* One element of the results array. A tampered output carries no counts:
+ * the engine rejects the candidate on `tampered` alone. */
+static void print_result(const cmp_line *c, verdict *v) {
+  mk_buf b = {0};
+  mkc_printf(&b, "%s{\"case\":", first_result ? "" : ",");
+  first_result = 0;
+  mkc_json_str(&b, c->cas);
+  mkc_printf(&b, ",\"name\":");
+  mkc_json_str(&b, c->name);
+  if (v->tampered) mkc_printf(&b, ",\"ok\":false,\"tampered\":true");
+  else
+    mkc_printf(&b, ",\"ok\":%s,\"bad\":%zu,\"count\":%zu,\"unwritten\":%zu,\"nonfinite\":%zu,\"max_err\":%.6g,\"rms\":%.6g",
+               v->ok ? "true" : "false", v->bad, c->count, v->unwritten, v->nonfinite,
+               isfinite(v->max_err) ? v->max_err : 1e308, v->rms);
+  mkc_printf(&b, ",\"message\":");
+  mkc_json_str(&b, v->msg.p ? v->msg.p : "");
+  mkc_printf(&b, "}");
+  put(&b);
+}
 
 /* cmp: expected from a frozen file (manifest-verified); cmp2 (blob2 set):
  * expected from the reference's own output blob of this evaluation. */
 static void compare(char **t, int nt, const char *root, const char *blob, const char *blob2) {
-  const char *cas = t[1], *name = t[2];
-  mkc_dtype dt = mkc_dtype_parse(t[3]);
-  size_t count = (size_t)strtoull(t[4], NULL, 10);
-  off_t off = (off_t)strtoll(t[5], NULL, 10);
-  const char *hash = t[6], *rel = t[7];
-  double atol = atof(t[8]), rtol = atof(t[9]);
-  const char *shape = nt > 10 ? t[10] : NULL;
-  if (dt == MKC_BAD) die("bad dtype %s", t[3]);
-  size_t bytes = count * mkc_dtype_size(dt);
-  void *want;
-  if (blob2) {
-    /* rel is "OFFSET:HASH" of the reference's output in blob2 */
-    off_t off2 = (off_t)strtoll(rel, NULL, 10);
-    const char *h2 = strchr(rel, ':');
-    want = read_range(blob2, off2, bytes);
-    if (!want || !h2) die("reference output for %s/%s is missing", cas, name);
-    char hh[17];
-    snprintf(hh, sizeof hh, "%016llx", (unsigned long long)mkc_hash64(want, bytes));
-    if (strcmp(hh, h2 + 1)) die("reference output for %s/%s does not match its hash", cas, name);
-  } else {
-    entry_t *e = NULL;
-    for (int i = 0; i < nman; i++) if (!strcmp(man[i].rel, rel)) e = &man[i];
-    if (!e) die("expected file %s is not in the manifest", rel);
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", root, rel);
-    int v = verify_entry(e, root);
-    if (v == -1) die("cannot read expected file %s", path);
-    if (v == -2) die("expected file %s does not match the manifest (tampered?)", rel);
-    want = read_range(path, 0, bytes);
-    if (!want) die("expected file %s is shorter than %zu bytes", rel, bytes);
-  }
-  void *got = read_range(blob, off, bytes);
-  char res[1200];
-  int ok = 1;
-  if (!got) {
-    ok = 0;
-    snprintf(res, sizeof res, "output '%s' of case %s is missing from the runner's output file", name, cas);
-  } else {
-    char h[17];
-    snprintf(h, sizeof h, "%016llx", (unsigned long long)mkc_hash64(got, bytes));
-    if (strcmp(h, hash)) {
-      printf("%s{\"case\":", first_result ? "" : ",");
-      first_result = 0;
-      json_str(cas);
-      printf(",\"name\":");
-      json_str(name);
-      printf(",\"ok\":false,\"tampered\":true,\"message\":");
-      snprintf(res, sizeof res, "the output file for '%s' of case %s was modified after the runner wrote it", name, cas);
-      json_str(res);
-      printf("}");
-      release(want); release(got);
-      return;
-    }
-  }
-  size_t bad = 0, unwritten = 0, nonfinite = 0, zeros = 0, first_bad = (size_t)-1, worst = 0;
-  double max_err = 0, worst_ratio = -1, rms = 0, atol_eff = atol;
-  if (got) {
-    int isf = dt == MKC_F32 || dt == MKC_F64;
-    if (isf) {
-      size_t nf = 0;
-      if (dt == MKC_F32) {
-        const float *W = want;
-        for (size_t i = 0; i < count; i++) {
-          double w = W[i];
-          if (isfinite(w)) { rms += w * w; nf++; }
-        }
-      } else {
-        for (size_t i = 0; i < count; i++) {
-          double w = mkc_get(want, dt, i);
-          if (isfinite(w)) { rms += w * w; nf++; }
-        }
-      }
-      rms = nf ? sqrt(rms / (double)nf) : 0;
-      /* An absolute tolerance only makes sense relative to the outputs'
-       * scale: on small outputs an all-zero answer would pass it. */
-      if (rms > 0 && rms < 1) atol_eff = atol * rms;
-    }
-    /* float32 outputs (nearly all) take a tight loop first; it passes only
-     * when every element is finite and within tolerance, which is what the
-     * full loop below would find, and the full loop runs otherwise to
-     * describe the failure. */
-    int fast_ok = dt == MKC_F32 && all_close_f32(got, want, count, atol_eff, rtol, &max_err);
-    if (!fast_ok) max_err = 0;
-    for (size_t i = 0; i < count && !fast_ok; i++) {
-      int b = 0;
-      double g = mkc_get(got, dt, i), w = mkc_get(want, dt, i), err = 0, tol = atol_eff + rtol * fabs(w);
-      if (mkc_is_poison(got, dt, i)) { unwritten++; b = 1; }
-      else if (!isf) b = g != w;
-      else if (isnan(w)) b = !isnan(g);
-      else if (isinf(w)) b = g != w;
-      else if (!isfinite(g)) { nonfinite++; b = 1; }
-      else {
-        err = fabs(g - w);
-        if (err > max_err) max_err = err;
-        b = err > tol;
-        if (g == 0 && w != 0) zeros++;
-      }
-      if (b) {
-        bad++;
-        if (first_bad == (size_t)-1) first_bad = i;
-        double ratio = isfinite(err) && err > 0 ? err / (tol > 0 ? tol : 1e-300) : 1e300;
-        if (ratio > worst_ratio) { worst_ratio = ratio; worst = i; }
-      }
-    }
-    if (bad) {
-      ok = 0;
-      char at[128], wat[128];
-      coords(at, sizeof at, first_bad, shape);
-      coords(wat, sizeof wat, worst, shape);
-      int n = snprintf(res, sizeof res, "case %s, output '%s'%s%s%s: %zu of %zu elements wrong", cas, name,
-                       shape ? " (shape " : "", shape ? shape : "", shape ? ")" : "", bad, count);
-      if (unwritten) n += snprintf(res + n, sizeof res - (size_t)n, ", %zu never written (still NaN poison)", unwritten);
-      if (nonfinite) n += snprintf(res + n, sizeof res - (size_t)n, ", %zu NaN/Inf", nonfinite);
-      if (zeros + unwritten == count || (zeros > 0 && zeros == bad && bad == count))
-        n += snprintf(res + n, sizeof res - (size_t)n, ", output is all zeros");
-      n += snprintf(res + n, sizeof res - (size_t)n, "; first at %s: got %.7g, expected %.7g", at,
-                    mkc_get(got, dt, first_bad), mkc_get(want, dt, first_bad));
-      if (worst != first_bad)
-        n += snprintf(res + n, sizeof res - (size_t)n, "; worst at %s: got %.7g, expected %.7g", wat,
-                      mkc_get(got, dt, worst), mkc_get(want, dt, worst));
-      snprintf(res + n, sizeof res - (size_t)n, "; max |error| %.3g, tolerance %.3g + %.3g*|expected| (outputs' rms %.3g)",
-               max_err, atol_eff, rtol, rms);
-    } else res[0] = 0;
-  }
-  printf("%s{\"case\":", first_result ? "" : ",");
-  first_result = 0;
-  json_str(cas);
-  printf(",\"name\":");
-  json_str(name);
-  printf(",\"ok\":%s,\"bad\":%zu,\"count\":%zu,\"unwritten\":%zu,\"nonfinite\":%zu,\"max_err\":%.6g,\"rms\":%.6g,\"message\":",
-         ok ? "true" : "false", bad, count, unwritten, nonfinite, isfinite(max_err) ? max_err : 1e308, rms);
-  json_str(res);
-  printf("}");
+  cmp_line c = parse_cmp(t, nt);
+  void *want = blob2 ? reference_output(&c, blob2) : expected_output(&c, root);
+  void *got = read_range(blob, c.off, c.bytes);
+  verdict v = {0};
+  judge(&c, got, want, &v);
+  print_result(&c, &v);
+  mk_buf_free(&v.msg);
   release(want);
   release(got);
 }
@@ -311,22 +381,10 @@ static void settle(const char *path) {
   }
 }
 
-typedef struct { char *s; size_t n, cap; } sbuf_t;
-static void sbuf_add(sbuf_t *b, const char *t) {
-  size_t k = strlen(t);
-  if (b->n + k + 1 > b->cap) {
-    b->cap = (b->n + k + 1) * 2;
-    b->s = realloc(b->s, b->cap);
-    if (!b->s) die("out of memory");
-  }
-  memcpy(b->s + b->n, t, k + 1);
-  b->n += k;
-}
-
 /* The text of a file whose SHA-256 was recorded at freeze time. */
 static char *read_pinned(const char *path, const char *want, const char *what) {
   char sha[65];
-  if (mkc_sha256_file(path, sha) != 0) die("cannot read the %s %s", what, path);
+  if (mk_sha256_file(path, sha) != 0) die("cannot read the %s %s", what, path);
   if (strcmp(sha, want)) die("the %s %s changed since the tests were frozen", what, path);
   size_t len;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -339,8 +397,7 @@ static char *read_pinned(const char *path, const char *want, const char *what) {
 static int hash_mode(char *plan) {
   char *save = NULL, *line = strtok_r(plan, "\n", &save);
   const char *dir = line + 5;
-  sbuf_t seals = { 0 };
-  printf("{\"sha256\":[");
+  mk_buf shas = {0}, seals = {0};
   int n = 0;
   while ((line = strtok_r(NULL, "\n", &save))) {
     if (!*line) continue;
@@ -348,24 +405,99 @@ static int hash_mode(char *plan) {
     snprintf(path, sizeof path, "%s/%s", dir, line);
     settle(path);
     stat_id(path, before);
-    if (mkc_sha256_file(path, sha) != 0) die("cannot read %s", path);
+    if (mk_sha256_file(path, sha) != 0) die("cannot read %s", path);
     stat_id(path, after);
     if (!before[0] || strcmp(before, after)) die("%s changed while it was hashed", path);
-    printf("%s\"%s\"", n ? "," : "", sha);
-    sbuf_add(&seals, n ? ",\"" : "\"");
-    sbuf_add(&seals, before);
-    sbuf_add(&seals, "\"");
+    mkc_printf(&shas, "%s\"%s\"", n ? "," : "", sha);
+    mkc_printf(&seals, "%s\"%s\"", n ? "," : "", before);
     n++;
   }
-  printf("],\"seal\":[%s]}\n", seals.s ? seals.s : "");
-  free(seals.s);
+  printf("{\"sha256\":[%s],\"seal\":[%s]}\n", shas.p ? shas.p : "", seals.p ? seals.p : "");
+  mk_buf_free(&shas);
+  mk_buf_free(&seals);
+  return 0;
+}
+
+/* manifest PATH SHA256: the entries "SHA256  REL" of a pinned manifest. */
+static void read_manifest(const char *path, const char *sha) {
+  char *text = read_pinned(path, sha, "manifest");
+  for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    if (strlen(line) < 67 || line[64] != ' ') continue;
+    man = realloc(man, sizeof *man * (size_t)(nman + 1));
+    if (!man) die("out of memory");
+    memcpy(man[nman].sha, line, 64);
+    man[nman].sha[64] = 0;
+    man[nman].rel = line + 66;
+    man[nman].verified = 0;
+    man[nman].seal[0] = 0;
+    nman++;
+  }
+}
+
+/* seal PATH SHA256: "REL DEV INO SIZE MTIME CTIME" lines of a pinned seal. */
+static void read_seal(const char *path, const char *sha) {
+  if (!man) die("seal before manifest");
+  char *text = read_pinned(path, sha, "seal");
+  for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    char *sp = strchr(line, ' ');
+    if (!sp) continue;
+    *sp = 0;
+    for (int i = 0; i < nman; i++)
+      if (!strcmp(man[i].rel, line)) snprintf(man[i].seal, sizeof man[i].seal, "%s", sp + 1);
+  }
+}
+
+/* verify: every manifest entry, comparing nothing. */
+static void verify_all(const char *root) {
+  if (!root || !man) die("verify before manifest and root");
+  for (int i = 0; i < nman; i++) {
+    int v = verify_entry(&man[i], root);
+    if (v == -1) die("frozen file %s is missing", man[i].rel);
+    if (v == -2) die("frozen file %s does not match the manifest (tampered?)", man[i].rel);
+  }
+}
+
+static int results_started = 0;
+static void start_results(void) {
+  if (!results_started) printf("{\"ok\":true,\"error\":null,\"results\":[");
+  results_started = 1;
+}
+
+/* The checker's plan: lines of tokens on stdin (see the top of the file). */
+static int check_mode(char *plan) {
+  char *root = NULL, *blob = NULL, *blob2 = NULL;
+  mkc_lines L;
+  mkc_lines_init(&L, plan);
+  while (mkc_lines_next(&L)) {
+    char **t = L.tok;
+    if (!strcmp(t[0], "manifest") && L.ntok >= 3) read_manifest(t[1], t[2]);
+    else if (!strcmp(t[0], "seal") && L.ntok >= 3) read_seal(t[1], t[2]);
+    else if (!strcmp(t[0], "root") && L.ntok >= 2) root = t[1];
+    else if (!strcmp(t[0], "blob") && L.ntok >= 2) blob = t[1];
+    else if (!strcmp(t[0], "blob2") && L.ntok >= 2) blob2 = t[1];
+    else if (!strcmp(t[0], "verify")) verify_all(root);
+    else if (!strcmp(t[0], "cmp2") && L.ntok >= 10) {
+      if (!blob || !blob2) die("cmp2 before blob and blob2");
+      start_results();
+      compare(t, L.ntok, root, blob, blob2);
+    } else if (!strcmp(t[0], "cmp") && L.ntok >= 10) {
+      if (!root || !blob || !man) die("cmp before manifest, root and blob");
+      start_results();
+      compare(t, L.ntok, root, blob, NULL);
+    } else die("bad checker line %d: %s", L.line, t[0]);
+  }
+  start_results();
+  printf("]}\n");
   return 0;
 }
 
 int main(int argc, char **argv) {
   if (argc == 3 && !strcmp(argv[1], "--sha256")) {
     char sha[65];
-    if (mkc_sha256_file(argv[2], sha) != 0) { fprintf(stderr, "cannot read %s\n", argv[2]); return 1; }
+    if (mk_sha256_file(argv[2], sha) != 0) {
+      fprintf(stderr, "cannot read %s\n", argv[2]);
+      return 1;
+    }
     printf("%s\n", sha);
     return 0;
   }
@@ -373,58 +505,5 @@ int main(int argc, char **argv) {
   char *plan = mkc_read_all(0, &len);
   if (!plan) die("cannot read stdin");
   if (!strncmp(plan, "hash ", 5)) return hash_mode(plan);
-  char *root = NULL, *blob = NULL, *blob2 = NULL;
-  mkc_lines L;
-  mkc_lines_init(&L, plan);
-  int started = 0;
-  while (mkc_lines_next(&L)) {
-    char **t = L.tok;
-    if (!strcmp(t[0], "manifest") && L.ntok >= 3) {
-      char *text = read_pinned(t[1], t[2], "manifest");
-      for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-        if (strlen(line) < 67 || line[64] != ' ') continue;
-        man = realloc(man, sizeof *man * (size_t)(nman + 1));
-        if (!man) die("out of memory");
-        memcpy(man[nman].sha, line, 64);
-        man[nman].sha[64] = 0;
-        man[nman].rel = line + 66;
-        man[nman].verified = 0;
-        man[nman].seal[0] = 0;
-        nman++;
-      }
-    } else if (!strcmp(t[0], "seal") && L.ntok >= 3) {
-      if (!man) die("seal before manifest");
-      char *text = read_pinned(t[1], t[2], "seal");
-      for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-        char *sp = strchr(line, ' ');
-        if (!sp) continue;
-        *sp = 0;
-        for (int i = 0; i < nman; i++)
-          if (!strcmp(man[i].rel, line)) snprintf(man[i].seal, sizeof man[i].seal, "%s", sp + 1);
-      }
-    } else if (!strcmp(t[0], "root") && L.ntok >= 2) root = t[1];
-    else if (!strcmp(t[0], "blob") && L.ntok >= 2) blob = t[1];
-    else if (!strcmp(t[0], "blob2") && L.ntok >= 2) blob2 = t[1];
-    else if (!strcmp(t[0], "cmp2") && L.ntok >= 10) {
-      if (!blob || !blob2) die("cmp2 before blob and blob2");
-      if (!started) { printf("{\"ok\":true,\"error\":null,\"results\":["); started = 1; }
-      compare(t, L.ntok, root, blob, blob2);
-    }
-    else if (!strcmp(t[0], "verify")) {
-      if (!root || !man) die("verify before manifest and root");
-      for (int i = 0; i < nman; i++) {
-        int v = verify_entry(&man[i], root);
-        if (v == -1) die("frozen file %s is missing", man[i].rel);
-        if (v == -2) die("frozen file %s does not match the manifest (tampered?)", man[i].rel);
-      }
-    }
-    else if (!strcmp(t[0], "cmp") && L.ntok >= 10) {
-      if (!root || !blob || !man) die("cmp before manifest, root and blob");
-      if (!started) { printf("{\"ok\":true,\"error\":null,\"results\":["); started = 1; }
-      compare(t, L.ntok, root, blob, NULL);
-    } else die("bad checker line %d: %s", L.line, t[0]);
-  }
-  if (!started) printf("{\"ok\":true,\"error\":null,\"results\":[");
-  printf("]}\n");
-  return 0;
+  return check_mode(plan);
 }

@@ -1,8 +1,10 @@
-/* common.c: element types, poison, SHA-256 (FIPS 180-4), hash64, plan lines. */
+/* common.c: element types, poison, hash64, plan lines, JSON text. */
 #include "common.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -110,4 +112,49 @@ char *mkc_read_all(int fd, size_t *len) {
   buf[n] = 0;
   if (len) *len = n;
   return buf;
+}
+
+/* ---- JSON text ---------------------------------------------------------- */
+
+static void out_of_memory(void) {
+  static const char msg[] = "out of memory\n";
+  if (write(2, msg, sizeof msg - 1) < 0) abort();
+  abort();
+}
+
+static void add(mk_buf *b, const char *s, size_t n) {
+  if (mk_buf_add(b, s, n) != 0) out_of_memory();
+}
+
+void mkc_printf(mk_buf *b, const char *fmt, ...) {
+  char small[256], *p = small;
+  va_list ap;
+  va_start(ap, fmt);
+  int need = vsnprintf(small, sizeof small, fmt, ap);
+  va_end(ap);
+  if (need < 0) abort();
+  if ((size_t)need >= sizeof small) {
+    p = malloc((size_t)need + 1);
+    if (!p) out_of_memory();
+    va_start(ap, fmt);
+    vsnprintf(p, (size_t)need + 1, fmt, ap);
+    va_end(ap);
+  }
+  add(b, p, (size_t)need);
+  if (p != small) free(p);
+}
+
+void mkc_json_str(mk_buf *b, const char *s) {
+  add(b, "\"", 1);
+  while (*s) {
+    size_t plain = 0; /* a run of bytes that need no escape */
+    while (s[plain] && s[plain] != '"' && s[plain] != '\\' && (unsigned char)s[plain] >= 32) plain++;
+    add(b, s, plain);
+    s += plain;
+    if (!*s) break;
+    if (*s == '"' || *s == '\\') mkc_printf(b, "\\%c", *s);
+    else mkc_printf(b, "\\u%04x", (unsigned char)*s);
+    s++;
+  }
+  add(b, "\"", 1);
 }

@@ -1,12 +1,14 @@
 /* common.h: what the C target's runner and checker share: element types,
- * the NaN poison patterns, SHA-256 (manifest) and a fast 64-bit hash
- * (output blobs), and the whitespace-token plan reader. */
+ * the NaN poison patterns, a fast 64-bit hash (output blobs), the
+ * whitespace-token plan reader and JSON text in a growable buffer (mk_buf,
+ * engine/buf.h). SHA-256 (manifest) is the engine's,
+ * engine/digest.h. */
 #ifndef MKC_COMMON_H
 #define MKC_COMMON_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include "sha256.h"
+#include "buf.h"
 
 typedef enum { MKC_F32, MKC_F64, MKC_I32, MKC_I64, MKC_BAD } mkc_dtype;
 
@@ -44,10 +46,6 @@ static inline double mkc_get(const void *buf, mkc_dtype t, size_t i) {
   }
 }
 
-/* SHA-256 of a whole file as hex; 0 ok, -1 cannot read. The engine's one
- * implementation (engine/sha256.c), compiled into these standalone programs. */
-static inline int mkc_sha256_file(const char *path, char out[65]) { return mk_sha256_file(path, out); }
-
 /* Non-cryptographic 64-bit hash of a byte range (several GB/s). */
 uint64_t mkc_hash64(const void *data, size_t n);
 
@@ -65,6 +63,12 @@ typedef struct {
 void mkc_lines_init(mkc_lines *l, char *text);
 int mkc_lines_next(mkc_lines *l); /* 1 when a non-empty line was read */
 void mkc_lines_free(mkc_lines *l);
+
+/* Append printf-style text to b; out of memory ends the program (abort:
+ * the runner reports it as a crash, the engine sees no verdict). */
+void mkc_printf(mk_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Append s as a JSON string: quoted, with '"', '\\' and control bytes escaped. */
+void mkc_json_str(mk_buf *b, const char *s);
 
 /* Read all of a stream / file; NUL-terminated, NULL on error. */
 char *mkc_read_all(int fd, size_t *len);

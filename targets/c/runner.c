@@ -131,30 +131,6 @@ static void fail(const char *fmt, ...) {
   _exit(3);
 }
 
-typedef struct { char *s; size_t n, cap; } sbuf;
-static void sb_add(sbuf *b, const char *fmt, ...) {
-  va_list ap;
-  for (;;) {
-    va_start(ap, fmt);
-    int need = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
-    va_end(ap);
-    if (need < 0) abort();
-    if (b->s && b->n + (size_t)need < b->cap) { b->n += (size_t)need; return; }
-    b->cap = (b->cap + (size_t)need + 1) * 2;
-    b->s = realloc(b->s, b->cap);
-    if (!b->s) abort();
-  }
-}
-static void sb_str(sbuf *b, const char *s) {
-  sb_add(b, "\"");
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\') sb_add(b, "\\%c", *s);
-    else if ((unsigned char)*s < 32) sb_add(b, "\\u%04x", *s);
-    else sb_add(b, "%c", *s);
-  }
-  sb_add(b, "\"");
-}
-
 /* ---- signals ------------------------------------------------------------ */
 
 static const char *sysname(long nr) {
@@ -424,6 +400,104 @@ static int open_save(const char *path) {
   return fd;
 }
 
+/* A plan line with fewer than k tokens (the directive included) fails. */
+static void need(char **t, int n, int k, int line) {
+  if (n < k) fail("plan line %d: '%s' needs %d fields", line, t[0], k - 1);
+}
+
+/* bench WARMUP MIN_TIME MIN_REPS MAX_REPS FLUSH_BYTES [MAX_TIME] */
+static void parse_bench(char **t, int n, int line) {
+  need(t, n, 6, line);
+  P.warmup = atoi(t[1]);
+  P.min_time = atof(t[2]);
+  P.min_reps = atoi(t[3]);
+  P.max_reps = atoi(t[4]);
+  P.flush_bytes = (size_t)atoll(t[5]);
+  P.max_time = n > 6 ? atof(t[6]) : P.min_time;
+  if (P.max_time < P.min_time) P.max_time = P.min_time;
+  if (P.min_reps < 1) P.min_reps = 1;
+  if (P.max_reps < P.min_reps) P.max_reps = P.min_reps;
+}
+
+/* case ID: a new case, the one later arg lines belong to. */
+static case_t *parse_case(char **t, int n, int line, int *cap) {
+  need(t, n, 2, line);
+  if (P.ncases == *cap) {
+    *cap = *cap ? *cap * 2 : 8;
+    P.cases = realloc(P.cases, sizeof *P.cases * (size_t)*cap);
+    if (!P.cases) fail("out of memory");
+  }
+  case_t *cur = &P.cases[P.ncases++];
+  memset(cur, 0, sizeof *cur);
+  snprintf(cur->id, sizeof cur->id, "%s", t[1]);
+  return cur;
+}
+
+/* The source of an in/inout argument from token 5 on (file PATH | gen SEED
+ * uniform|normal A B); the index of the token after it. */
+static int parse_source(arg_t *a, char **t, int n, int line) {
+  need(t, n, 7, line);
+  if (!strcmp(t[5], "file")) {
+    a->src = SRC_FILE;
+    a->in_fd = open(t[6], O_RDONLY | O_CLOEXEC);
+    if (a->in_fd < 0) fail("cannot open input %s: %s", t[6], strerror(errno));
+    return 7;
+  }
+  if (strcmp(t[5], "gen")) fail("plan line %d: input source must be file or gen", line);
+  need(t, n, 10, line);
+  a->src = SRC_GEN;
+  a->seed = strtoull(t[6], NULL, 10);
+  a->normal = !strcmp(t[7], "normal");
+  a->a = atof(t[8]);
+  a->b = atof(t[9]);
+  return 10;
+}
+
+/* arg KIND NAME ...: one argument of the current case (see the top of the
+ * file for the forms). */
+static void parse_arg(case_t *cur, char **t, int n, int line) {
+  need(t, n, 4, line);
+  if (!cur) fail("plan line %d: arg outside a case", line);
+  cur->args = realloc(cur->args, sizeof *cur->args * (size_t)(cur->nargs + 1));
+  if (!cur->args) fail("out of memory");
+  arg_t *a = &cur->args[cur->nargs++];
+  memset(a, 0, sizeof *a);
+  a->in_fd = a->save_fd = -1;
+  snprintf(a->name, sizeof a->name, "%s", t[2]);
+  const char *k = t[1];
+  if (!strcmp(k, "int")) { a->kind = K_INT; a->ival = atoi(t[3]); return; }
+  if (!strcmp(k, "float")) { a->kind = K_FLOAT; a->fval = strtof(t[3], NULL); return; }
+  a->kind = !strcmp(k, "in") ? K_IN : !strcmp(k, "out") ? K_OUT : !strcmp(k, "inout") ? K_INOUT : -1;
+  if (a->kind < 0) fail("plan line %d: unknown arg kind %s", line, k);
+  need(t, n, 5, line);
+  a->dt = mkc_dtype_parse(t[3]);
+  if (a->dt == MKC_BAD) fail("plan line %d: unknown dtype %s", line, t[3]);
+  a->count = (size_t)strtoull(t[4], NULL, 10);
+  a->bytes = a->count * mkc_dtype_size(a->dt);
+  int i = a->kind != K_OUT ? parse_source(a, t, n, line) : 5;
+  if (i + 1 < n && !strcmp(t[i], "save")) a->save_fd = open_save(t[i + 1]);
+}
+
+/* The directives that set values: NAME ARG (tol: ATOL RTOL). 1 when t[0]
+ * was one of them. */
+static int parse_setting(char **t, int n, int line) {
+  static const char *const names[] = {"nonce", "mode", "so", "blob", "tol", "counters", "probes", "trusted", NULL};
+  const char *d = t[0];
+  int known = 0;
+  for (int i = 0; names[i] && !known; i++) known = !strcmp(d, names[i]);
+  if (!known) return 0;
+  need(t, n, strcmp(d, "tol") ? 2 : 3, line);
+  if (!strcmp(d, "nonce")) snprintf(P.nonce, sizeof P.nonce, "%s", t[1]);
+  else if (!strcmp(d, "mode")) snprintf(P.mode, sizeof P.mode, "%s", t[1]);
+  else if (!strcmp(d, "so")) snprintf(P.so, sizeof P.so, "%s", t[1]);
+  else if (!strcmp(d, "blob")) P.blob_fd = open_save(t[1]);
+  else if (!strcmp(d, "tol")) { P.atol = atof(t[1]); P.rtol = atof(t[2]); }
+  else if (!strcmp(d, "counters")) P.counters = atoi(t[1]);
+  else if (!strcmp(d, "probes")) P.probes = atoi(t[1]);
+  else P.trusted = atoi(t[1]);
+  return 1;
+}
+
 static void parse_plan(char *text) {
   mkc_lines L;
   mkc_lines_init(&L, text);
@@ -431,77 +505,12 @@ static void parse_plan(char *text) {
   int cap = 0;
   while (mkc_lines_next(&L)) {
     char **t = L.tok;
-    int n = L.ntok;
-#define NEED(k) do { if (n < (k)) fail("plan line %d: '%s' needs %d fields", L.line, t[0], (k) - 1); } while (0)
-    if (!strcmp(t[0], "mkc")) continue;
-    if (!strcmp(t[0], "nonce")) { NEED(2); snprintf(P.nonce, sizeof P.nonce, "%s", t[1]); }
-    else if (!strcmp(t[0], "mode")) { NEED(2); snprintf(P.mode, sizeof P.mode, "%s", t[1]); }
-    else if (!strcmp(t[0], "so")) { NEED(2); snprintf(P.so, sizeof P.so, "%s", t[1]); }
-    else if (!strcmp(t[0], "blob")) { NEED(2); P.blob_fd = open_save(t[1]); }
-    else if (!strcmp(t[0], "tol")) { NEED(3); P.atol = atof(t[1]); P.rtol = atof(t[2]); }
-    else if (!strcmp(t[0], "counters")) { NEED(2); P.counters = atoi(t[1]); }
-    else if (!strcmp(t[0], "probes")) { NEED(2); P.probes = atoi(t[1]); }
-    else if (!strcmp(t[0], "trusted")) { NEED(2); P.trusted = atoi(t[1]); }
-    else if (!strcmp(t[0], "bench")) {
-      NEED(6);
-      P.warmup = atoi(t[1]); P.min_time = atof(t[2]); P.min_reps = atoi(t[3]); P.max_reps = atoi(t[4]);
-      P.flush_bytes = (size_t)atoll(t[5]);
-      P.max_time = n > 6 ? atof(t[6]) : P.min_time;
-      if (P.max_time < P.min_time) P.max_time = P.min_time;
-      if (P.min_reps < 1) P.min_reps = 1;
-      if (P.max_reps < P.min_reps) P.max_reps = P.min_reps;
-    } else if (!strcmp(t[0], "case")) {
-      NEED(2);
-      if (P.ncases == cap) {
-        cap = cap ? cap * 2 : 8;
-        P.cases = realloc(P.cases, sizeof *P.cases * (size_t)cap);
-        if (!P.cases) fail("out of memory");
-      }
-      cur = &P.cases[P.ncases++];
-      memset(cur, 0, sizeof *cur);
-      snprintf(cur->id, sizeof cur->id, "%s", t[1]);
-    } else if (!strcmp(t[0], "end")) {
-      cur = NULL;
-    } else if (!strcmp(t[0], "arg")) {
-      NEED(4);
-      if (!cur) fail("plan line %d: arg outside a case", L.line);
-      cur->args = realloc(cur->args, sizeof *cur->args * (size_t)(cur->nargs + 1));
-      if (!cur->args) fail("out of memory");
-      arg_t *a = &cur->args[cur->nargs++];
-      memset(a, 0, sizeof *a);
-      a->in_fd = a->save_fd = -1;
-      snprintf(a->name, sizeof a->name, "%s", t[2]);
-      const char *k = t[1];
-      if (!strcmp(k, "int")) { a->kind = K_INT; a->ival = atoi(t[3]); continue; }
-      if (!strcmp(k, "float")) { a->kind = K_FLOAT; a->fval = strtof(t[3], NULL); continue; }
-      a->kind = !strcmp(k, "in") ? K_IN : !strcmp(k, "out") ? K_OUT : !strcmp(k, "inout") ? K_INOUT : -1;
-      if (a->kind < 0) fail("plan line %d: unknown arg kind %s", L.line, k);
-      NEED(5);
-      a->dt = mkc_dtype_parse(t[3]);
-      if (a->dt == MKC_BAD) fail("plan line %d: unknown dtype %s", L.line, t[3]);
-      a->count = (size_t)strtoull(t[4], NULL, 10);
-      a->bytes = a->count * mkc_dtype_size(a->dt);
-      int i = 5;
-      if (a->kind != K_OUT) {
-        NEED(7);
-        if (!strcmp(t[5], "file")) {
-          a->src = SRC_FILE;
-          a->in_fd = open(t[6], O_RDONLY | O_CLOEXEC);
-          if (a->in_fd < 0) fail("cannot open input %s: %s", t[6], strerror(errno));
-          i = 7;
-        } else if (!strcmp(t[5], "gen")) {
-          NEED(10);
-          a->src = SRC_GEN;
-          a->seed = strtoull(t[6], NULL, 10);
-          a->normal = !strcmp(t[7], "normal");
-          a->a = atof(t[8]);
-          a->b = atof(t[9]);
-          i = 10;
-        } else fail("plan line %d: input source must be file or gen", L.line);
-      }
-      if (i + 1 < n && !strcmp(t[i], "save")) a->save_fd = open_save(t[i + 1]);
-    } else fail("plan line %d: unknown directive %s", L.line, t[0]);
-#undef NEED
+    if (!strcmp(t[0], "mkc") || parse_setting(t, L.ntok, L.line)) continue;
+    if (!strcmp(t[0], "bench")) parse_bench(t, L.ntok, L.line);
+    else if (!strcmp(t[0], "case")) cur = parse_case(t, L.ntok, L.line, &cap);
+    else if (!strcmp(t[0], "end")) cur = NULL;
+    else if (!strcmp(t[0], "arg")) parse_arg(cur, t, L.ntok, L.line);
+    else fail("plan line %d: unknown directive %s", L.line, t[0]);
   }
   mkc_lines_free(&L);
   if (!P.mode[0] || !P.so[0]) fail("plan lacks mode or so");
@@ -719,13 +728,13 @@ static void prepare_call(case_t *c, void **argv) {
 static int is_outish(const arg_t *a) { return a->kind == K_OUT || a->kind == K_INOUT; }
 
 /* Append an argument's current contents to the blob; JSON entry into b. */
-static void emit_out(sbuf *b, case_t *c, arg_t *a, const unsigned char *data, int *first) {
+static void emit_out(mk_buf *b, case_t *c, arg_t *a, const unsigned char *data, int *first) {
   write_all_at(P.blob_fd, data, a->bytes, P.blob_off);
-  sb_add(b, "%s{\"case\":", *first ? "" : ",");
-  sb_str(b, c->id);
-  sb_add(b, ",\"name\":");
-  sb_str(b, a->name);
-  sb_add(b, ",\"offset\":%lld,\"bytes\":%zu,\"hash\":\"%016llx\"}", (long long)P.blob_off, a->bytes,
+  mkc_printf(b, "%s{\"case\":", *first ? "" : ",");
+  mkc_json_str(b, c->id);
+  mkc_printf(b, ",\"name\":");
+  mkc_json_str(b, a->name);
+  mkc_printf(b, ",\"offset\":%lld,\"bytes\":%zu,\"hash\":\"%016llx\"}", (long long)P.blob_off, a->bytes,
          (unsigned long long)mkc_hash64(data, a->bytes));
   P.blob_off += (off_t)a->bytes;
   *first = 0;
@@ -733,8 +742,8 @@ static void emit_out(sbuf *b, case_t *c, arg_t *a, const unsigned char *data, in
 
 /* ---- modes -------------------------------------------------------------- */
 
-static void mode_test(sbuf *b, int gen) {
-  sb_add(b, "{\"mode\":\"%s\",\"cases\":[", gen ? "gen" : "test");
+static void mode_test(mk_buf *b, int gen) {
+  mkc_printf(b, "{\"mode\":\"%s\",\"cases\":[", gen ? "gen" : "test");
   for (int ci = 0; ci < P.ncases; ci++) {
     case_t *c = &P.cases[ci];
     void *argv[64];
@@ -745,18 +754,18 @@ static void mode_test(sbuf *b, int gen) {
     double t0 = mkc_now();
     entry(argv);
     double dt = mkc_now() - t0;
-    sb_add(b, "%s{\"id\":", ci ? "," : "");
-    sb_str(b, c->id);
-    sb_add(b, ",\"kernel_s\":%.9g,\"canary\":", dt);
+    mkc_printf(b, "%s{\"id\":", ci ? "," : "");
+    mkc_json_str(b, c->id);
+    mkc_printf(b, ",\"kernel_s\":%.9g,\"canary\":", dt);
     const char *broken = NULL, *bname = NULL;
     for (int i = 0; i < c->nargs; i++)
       if (is_outish(&c->args[i]) && !broken && (broken = canary_broken(&c->args[i]))) bname = c->args[i].name;
     if (broken) {
       char msg[200];
       snprintf(msg, sizeof msg, "wrote %s of '%s'", broken, bname);
-      sb_str(b, msg);
-    } else sb_add(b, "null");
-    sb_add(b, ",\"outs\":[");
+      mkc_json_str(b, msg);
+    } else mkc_printf(b, "null");
+    mkc_printf(b, ",\"outs\":[");
     int first = 1;
     for (int i = 0; i < c->nargs; i++) {
       arg_t *a = &c->args[i];
@@ -764,10 +773,10 @@ static void mode_test(sbuf *b, int gen) {
       if (gen && a->save_fd >= 0) { write_all_at(a->save_fd, a->buf, a->bytes, 0); close(a->save_fd); a->save_fd = -1; }
       else if (P.blob_fd >= 0) emit_out(b, c, a, a->buf, &first);
     }
-    sb_add(b, "]}");
+    mkc_printf(b, "]}");
     free_case(c);
   }
-  sb_add(b, "]");
+  mkc_printf(b, "]");
 }
 
 /* Compare an output with the set's first output; 0 when equal within
@@ -886,6 +895,12 @@ static void evict_case(case_t *c) {
     if (c->args[i].alloc) evict_range(c->args[i].alloc, c->args[i].alloc_len); /* scalars have none */
 }
 
+/* The median of n sorted values (0 when there are none). */
+static double median_sorted(const double *x, int n) {
+  if (n < 1) return 0;
+  return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
 /* Is the median of the n timed calls so far known to +-2.5%? (On the VMs
  * we measured, the median drifts by more than that over a second, so a
  * tighter goal only buys longer runs: BENCHMARKS.md.) The
@@ -899,154 +914,213 @@ static int median_settled(const double *times, double *scratch, int n) {
   int lo = (int)floor(n / 2.0 - h), hi = (int)ceil(n / 2.0 + h);
   if (lo < 0) lo = 0;
   if (hi > n - 1) hi = n - 1;
-  double med = n % 2 ? scratch[n / 2] : 0.5 * (scratch[n / 2 - 1] + scratch[n / 2]);
+  double med = median_sorted(scratch, n);
   return med > 0 && (scratch[hi] - scratch[lo]) <= 0.05 * med;
 }
 
-static void mode_bench(sbuf *b) {
-  double setup0 = mkc_now();
-  int R = P.ncases - P.probes;
-  if (R < 1 || P.probes < 0) fail("bench needs at least one input set");
-  void *(*argv)[64] = calloc((size_t)R, sizeof *argv);
-  if (!argv) fail("out of memory");
-  for (int s = 0; s < R; s++) {
-    if (P.cases[s].nargs > 64) fail("too many arguments");
-    setup_case(&P.cases[s]);
+/* The benchmark's state: the input sets (the first R cases; the probes
+ * follow them), the timed calls so far, where the runner's time went. */
+typedef struct {
+  int R;
+  void *(*argv)[64];
+  unsigned char *flush; /* the old flush's buffer, where eviction is not possible */
+  double *times, *clean, *scratch; /* each max_reps long */
+  int reps, nclean;
+  long calls, bad_calls;
+  char bad_desc[512];
+  double total, cpu_loop; /* seconds of the timed calls: wall, process CPU (all threads) */
+  double setup_s, prep_s, verify_s, wall0, loop_s;
+} bench_t;
+
+static void setup_cases(int from, int to) {
+  for (int i = from; i < to; i++) {
+    if (P.cases[i].nargs > 64) fail("too many arguments");
+    setup_case(&P.cases[i]);
   }
+}
+
+static void *must_malloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p) fail("out of memory");
+  return p;
+}
+
+static void bench_setup(bench_t *B) {
+  double setup0 = mkc_now();
+  B->R = P.ncases - P.probes;
+  if (B->R < 1 || P.probes < 0) fail("bench needs at least one input set");
+  B->argv = calloc((size_t)B->R, sizeof *B->argv);
+  if (!B->argv) fail("out of memory");
+  setup_cases(0, B->R);
   /* The probes' inputs are made now too, though the kernel first sees them
    * after the loop: their (OpenMP) fill must not run just before a probe's
    * timed call, whose process CPU time would then count the fill threads
    * still spinning for work (GOMP spins for milliseconds), which made a
    * plain kernel look like one that caches its results on a busy machine.
    * The memory limit already counts the probe sets. */
-  for (int pi = 0; pi < P.probes; pi++) {
-    if (P.cases[R + pi].nargs > 64) fail("too many arguments");
-    setup_case(&P.cases[R + pi]);
-  }
-  unsigned char *flush = NULL;
+  setup_cases(B->R, P.ncases);
   if (P.flush_bytes && !can_evict()) {
-    flush = malloc(P.flush_bytes);
-    if (!flush) fail("out of memory");
-    memset(flush, 1, P.flush_bytes);
+    B->flush = must_malloc(P.flush_bytes);
+    memset(B->flush, 1, P.flush_bytes);
   }
-  long bad_calls = 0, calls = 0;
-  char bad_desc[512] = "";
-  int nt = P.max_reps, reps = 0, nclean = 0;
-  double cpu_loop = 0; /* process CPU seconds of the timed calls (all threads) */
-  double *times = malloc(sizeof *times * (size_t)nt), *clean = malloc(sizeof *clean * (size_t)nt), total = 0;
-  double *scratch = malloc(sizeof *scratch * (size_t)nt);
-  if (!times || !clean || !scratch) fail("out of memory");
-  int warm = P.warmup > R ? P.warmup : R; /* every set gets a first call */
-  /* untimed work (poison, flush, checks) can dwarf a tiny kernel: cap the
-   * wall time too, once min_reps calls are in */
-  double setup_s = mkc_now() - setup0, prep_s = 0, verify_s = 0;
-  double wall0 = mkc_now(), wall_cap = P.max_time * 10 > P.max_time + 2 ? P.max_time * 10 : P.max_time + 2;
-  for (int k = 0; k < warm + nt; k++) {
+  size_t nt = (size_t)P.max_reps;
+  B->times = must_malloc(sizeof *B->times * nt);
+  B->clean = must_malloc(sizeof *B->clean * nt);
+  B->scratch = must_malloc(sizeof *B->scratch * nt);
+  B->setup_s = mkc_now() - setup0;
+}
+
+static void bench_free(bench_t *B) {
+  free(B->times);
+  free(B->clean);
+  free(B->scratch);
+  free(B->flush);
+  free(B->argv);
+}
+
+/* Enough timed calls: min_reps, and min_time with the median settled or
+ * max_time spent. Untimed work (poison, flush, checks) can dwarf a tiny
+ * kernel: the wall time is capped too, once min_reps calls are in. */
+static int bench_done(const bench_t *B) {
+  double wall_cap = P.max_time * 10 > P.max_time + 2 ? P.max_time * 10 : P.max_time + 2;
+  if (B->reps < P.min_reps) return 0;
+  if (B->total >= P.min_time && (B->total >= P.max_time || median_settled(B->times, B->scratch, B->reps))) return 1;
+  return mkc_now() - B->wall0 > wall_cap;
+}
+
+/* One call of the kernel on input set s; a timed one is recorded. */
+static void bench_call(bench_t *B, int s, int timed) {
+  case_t *c = &P.cases[s];
+  P.current_case = c->id;
+  double p0 = mkc_now();
+  prepare_call(c, B->argv[s]);
+  B->prep_s += mkc_now() - p0;
+  if (timed && P.flush_bytes) {
+    /* the input sets alone do not cover the cache: evict this call's
+     * data, so a small working set is not measured warm */
+    if (B->flush)
+      for (size_t i = 0; i < P.flush_bytes; i += 64) B->flush[i]++;
+    else evict_case(c);
+  }
+  /* involuntary context switches of the whole process around the call:
+   * how many timed calls ran without another process preempting them */
+  struct rusage ru0, ru1;
+  if (timed) {
+    getrusage(RUSAGE_SELF, &ru0);
+    counters_ctl(1);
+  }
+  double t0 = mkc_now();
+  entry(B->argv[s]);
+  double dt = mkc_now() - t0;
+  if (timed) {
+    counters_ctl(0);
+    getrusage(RUSAGE_SELF, &ru1);
+    B->times[B->reps++] = dt;
+    B->total += dt;
+    if (ru1.ru_nivcsw == ru0.ru_nivcsw) B->clean[B->nclean++] = dt;
+    B->cpu_loop += cpu_of(&ru1) - cpu_of(&ru0);
+  }
+  B->calls++;
+}
+
+/* After a call on input set s: its canaries intact and its outputs equal
+ * to the set's first call (kept as the outputs to check). */
+static void bench_verify(bench_t *B, int s) {
+  case_t *c = &P.cases[s];
+  double v0 = mkc_now();
+  for (int i = 0; i < c->nargs; i++) {
+    arg_t *a = &c->args[i];
+    if (!is_outish(a)) continue;
+    const char *broken = canary_broken(a);
+    if (broken) {
+      B->bad_calls++;
+      if (!B->bad_desc[0])
+        snprintf(B->bad_desc, sizeof B->bad_desc, "call %ld wrote %s of '%s'", B->calls, broken, a->name);
+      fill_canary(a);
+      continue;
+    }
+    if (!a->first) {
+      a->first = big_alloc(a->bytes);
+      if (!a->first) fail("out of memory");
+      memcpy(a->first, a->buf, a->bytes);
+      continue;
+    }
+    const char *why = "";
+    size_t at = differs(a, a->buf, a->first, &why);
+    if (!at) continue;
+    B->bad_calls++;
+    if (!B->bad_desc[0])
+      snprintf(B->bad_desc, sizeof B->bad_desc,
+               "call %ld (input set %d) gave a different '%s' than the first call on the same inputs: element %zu %s "
+               "(got %.6g, first call %.6g)",
+               B->calls, s + 1, a->name, at - 1, why, mkc_get(a->buf, a->dt, at - 1), mkc_get(a->first, a->dt, at - 1));
+  }
+  B->verify_s += mkc_now() - v0;
+}
+
+/* Warm-up calls (every set gets a first call), then timed calls over the
+ * sets in turn until bench_done. */
+static void bench_loop(bench_t *B) {
+  int warm = P.warmup > B->R ? P.warmup : B->R;
+  B->wall0 = mkc_now();
+  for (int k = 0; k < warm + P.max_reps; k++) {
     int timed = k >= warm;
-    if (timed && reps >= P.min_reps &&
-        ((total >= P.min_time && (total >= P.max_time || median_settled(times, scratch, reps))) ||
-         mkc_now() - wall0 > wall_cap))
-      break;
-    int s = k % R;
-    case_t *c = &P.cases[s];
-    P.current_case = c->id;
-    double p0 = mkc_now();
-    prepare_call(c, argv[s]);
-    prep_s += mkc_now() - p0;
-    if (timed && P.flush_bytes) {
-      /* the input sets alone do not cover the cache: evict this call's
-       * data, so a small working set is not measured warm */
-      if (flush) for (size_t i = 0; i < P.flush_bytes; i += 64) flush[i]++;
-      else evict_case(c);
-    }
-    /* involuntary context switches of the whole process around the call:
-     * how many timed calls ran without another process preempting them */
-    struct rusage ru0, ru1;
-    if (timed) { getrusage(RUSAGE_SELF, &ru0); counters_ctl(1); }
-    double t0 = mkc_now();
-    entry(argv[s]);
-    double dt = mkc_now() - t0;
-    if (timed) {
-      counters_ctl(0);
-      getrusage(RUSAGE_SELF, &ru1);
-      times[reps++] = dt;
-      total += dt;
-      if (ru1.ru_nivcsw == ru0.ru_nivcsw) clean[nclean++] = dt;
-      cpu_loop += cpu_of(&ru1) - cpu_of(&ru0);
-    }
-    calls++;
-    double v0 = mkc_now();
-    for (int i = 0; i < c->nargs; i++) {
-      arg_t *a = &c->args[i];
-      if (!is_outish(a)) continue;
-      const char *broken = canary_broken(a);
-      if (broken) {
-        bad_calls++;
-        if (!bad_desc[0]) snprintf(bad_desc, sizeof bad_desc, "call %ld wrote %s of '%s'", calls, broken, a->name);
-        fill_canary(a);
-        continue;
-      }
-      if (!a->first) {
-        a->first = big_alloc(a->bytes);
-        if (!a->first) fail("out of memory");
-        memcpy(a->first, a->buf, a->bytes);
-        continue;
-      }
-      const char *why = "";
-      size_t at = differs(a, a->buf, a->first, &why);
-      if (at) {
-        bad_calls++;
-        if (!bad_desc[0])
-          snprintf(bad_desc, sizeof bad_desc,
-                   "call %ld (input set %d) gave a different '%s' than the first call on the same inputs: element %zu %s "
-                   "(got %.6g, first call %.6g)",
-                   calls, s + 1, a->name, at - 1, why, mkc_get(a->buf, a->dt, at - 1), mkc_get(a->first, a->dt, at - 1));
-      }
-    }
-    verify_s += mkc_now() - v0;
+    if (timed && bench_done(B)) break;
+    bench_call(B, k % B->R, timed);
+    bench_verify(B, k % B->R);
   }
-  double loop_s = mkc_now() - wall0;
-  sb_add(b, "{\"mode\":\"bench\",\"sets\":%d,\"calls\":%ld,\"reps\":%d,\"total_s\":%.9g,\"bad_calls\":%ld,\"bad\":", R,
-         calls, reps, total, bad_calls);
-  if (bad_desc[0]) sb_str(b, bad_desc); else sb_add(b, "null");
-  sb_add(b, ",\"times\":[");
-  for (int i = 0; i < reps; i++) sb_add(b, "%s%.9g", i ? "," : "", times[i]);
-  sb_add(b, "]");
-  qsort(times, (size_t)reps, sizeof *times, cmp_dbl);
-  qsort(clean, (size_t)nclean, sizeof *clean, cmp_dbl);
-  /* The reported statistics are over all timed calls: a multi-threaded
-   * kernel is preempted far more often than a single-threaded baseline on a
-   * busy machine, so keeping only undisturbed calls would compare different
-   * populations. The undisturbed median is reported beside it. */
-  sb_add(b, ",\"cpu_per_call_s\":%.9g", reps ? cpu_loop / reps : 0);
+  B->loop_s = mkc_now() - B->wall0;
+}
+
+/* The statistics of the timed calls (sorts times and clean). They are over
+ * all timed calls: a multi-threaded kernel is preempted far more often
+ * than a single-threaded baseline on a busy machine, so keeping only
+ * undisturbed calls would compare different populations. The undisturbed
+ * median is reported beside it. */
+static void emit_bench_stats(mk_buf *b, bench_t *B) {
+  int n = B->reps;
+  mkc_printf(b, "{\"mode\":\"bench\",\"sets\":%d,\"calls\":%ld,\"reps\":%d,\"total_s\":%.9g,\"bad_calls\":%ld,\"bad\":",
+             B->R, B->calls, n, B->total, B->bad_calls);
+  if (B->bad_desc[0]) mkc_json_str(b, B->bad_desc);
+  else mkc_printf(b, "null");
+  mkc_printf(b, ",\"times\":[");
+  for (int i = 0; i < n; i++) mkc_printf(b, "%s%.9g", i ? "," : "", B->times[i]);
+  mkc_printf(b, "]");
+  qsort(B->times, (size_t)n, sizeof *B->times, cmp_dbl);
+  qsort(B->clean, (size_t)B->nclean, sizeof *B->clean, cmp_dbl);
+  mkc_printf(b, ",\"cpu_per_call_s\":%.9g", n ? B->cpu_loop / n : 0);
   /* where the runner's time went: input sets made, the whole call loop, and
    * within it the per-call poisoning and the per-call output checks */
-  sb_add(b, ",\"setup_s\":%.6g,\"loop_s\":%.6g,\"prep_s\":%.6g,\"verify_s\":%.6g", setup_s, loop_s, prep_s,
-         verify_s);
-  sb_add(b, ",\"clean\":%d,\"median_undisturbed_s\":%.9g", nclean,
-         nclean ? (nclean % 2 ? clean[nclean / 2] : 0.5 * (clean[nclean / 2 - 1] + clean[nclean / 2])) : 0);
-  double *st = times;
-  int n = reps;
-  sb_add(b, ",\"median_s\":%.9g", n ? (n % 2 ? st[n / 2] : 0.5 * (st[n / 2 - 1] + st[n / 2])) : 0);
-  sb_add(b, ",\"min_s\":%.9g,\"max_s\":%.9g", n ? st[0] : 0, n ? st[n - 1] : 0);
-  sb_add(b, ",\"p10_s\":%.9g,\"p90_s\":%.9g", n ? st[n / 10] : 0, n ? st[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1] : 0);
-  if (P.counters) {
-    sb_add(b, ",\"counters\":{");
-    for (int i = 0; i < ncounters; i++) {
-      uint64_t v = 0;
-      if (read(counters[i].fd, &v, sizeof v) != (ssize_t)sizeof v) v = 0;
-      sb_add(b, "%s\"%s\":%.6g", i ? "," : "", counters[i].name, reps ? (double)v / reps : 0.0);
-    }
-    sb_add(b, "},\"counters_error\":");
-    if (counters_err[0]) sb_str(b, counters_err); else sb_add(b, "null");
+  mkc_printf(b, ",\"setup_s\":%.6g,\"loop_s\":%.6g,\"prep_s\":%.6g,\"verify_s\":%.6g", B->setup_s, B->loop_s,
+             B->prep_s, B->verify_s);
+  mkc_printf(b, ",\"clean\":%d,\"median_undisturbed_s\":%.9g", B->nclean, median_sorted(B->clean, B->nclean));
+  const double *st = B->times;
+  mkc_printf(b, ",\"median_s\":%.9g", median_sorted(st, n));
+  mkc_printf(b, ",\"min_s\":%.9g,\"max_s\":%.9g", n ? st[0] : 0, n ? st[n - 1] : 0);
+  mkc_printf(b, ",\"p10_s\":%.9g,\"p90_s\":%.9g", n ? st[n / 10] : 0, n ? st[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1] : 0);
+}
+
+/* Hardware counters over the timed calls, per call. */
+static void emit_counters(mk_buf *b, int reps) {
+  mkc_printf(b, ",\"counters\":{");
+  for (int i = 0; i < ncounters; i++) {
+    uint64_t v = 0;
+    if (read(counters[i].fd, &v, sizeof v) != (ssize_t)sizeof v) v = 0;
+    mkc_printf(b, "%s\"%s\":%.6g", i ? "," : "", counters[i].name, reps ? (double)v / reps : 0.0);
   }
-  /* Probes: inputs the kernel has never been given, each timed on its
-   * first and only call. A kernel that serves repeated inputs from a
-   * cache of earlier results is fast in the loop and slow here; the
-   * engine also checks these outputs against the reference. */
-  sb_add(b, ",\"probes\":[");
+  mkc_printf(b, "},\"counters_error\":");
+  if (counters_err[0]) mkc_json_str(b, counters_err);
+  else mkc_printf(b, "null");
+}
+
+/* Probes: inputs the kernel has never been given, each timed on its first
+ * and only call. A kernel that serves repeated inputs from a cache of
+ * earlier results is fast in the loop and slow here; the engine also
+ * checks these outputs against the reference. */
+static void run_probes(mk_buf *b, const bench_t *B) {
+  mkc_printf(b, ",\"probes\":[");
   for (int pi = 0; pi < P.probes; pi++) {
-    case_t *c = &P.cases[R + pi];
+    case_t *c = &P.cases[B->R + pi];
     void *pargv[64];
     P.current_case = c->id;
     prepare_call(c, pargv);
@@ -1056,38 +1130,45 @@ static void mode_bench(sbuf *b) {
     entry(pargv);
     double dt = mkc_now() - t0;
     getrusage(RUSAGE_SELF, &ru1);
-    sb_add(b, "%s{\"id\":", pi ? "," : "");
-    sb_str(b, c->id);
-    sb_add(b, ",\"time_s\":%.9g,\"cpu_s\":%.9g,\"preempted\":%s}", dt, cpu_of(&ru1) - cpu_of(&ru0),
-           ru1.ru_nivcsw != ru0.ru_nivcsw ? "true" : "false");
+    mkc_printf(b, "%s{\"id\":", pi ? "," : "");
+    mkc_json_str(b, c->id);
+    mkc_printf(b, ",\"time_s\":%.9g,\"cpu_s\":%.9g,\"preempted\":%s}", dt, cpu_of(&ru1) - cpu_of(&ru0),
+               ru1.ru_nivcsw != ru0.ru_nivcsw ? "true" : "false");
     for (int i = 0; i < c->nargs; i++) {
       arg_t *a = &c->args[i];
-      if (!is_outish(a)) continue;
-      const char *broken = canary_broken(a);
-      if (broken) continue;
+      if (!is_outish(a) || canary_broken(a)) continue;
       /* the probe's buffers see no other call: its outputs go to the
        * checker from where the kernel wrote them, without a copy */
       a->first = a->buf;
       a->first_is_buf = 1;
     }
   }
-  sb_add(b, "]");
-  sb_add(b, ",\"outs\":[");
-  double outs0 = mkc_now();
+  mkc_printf(b, "]");
+}
+
+/* The outputs handed to the checker: each set's first call, each probe's. */
+static void emit_bench_outs(mk_buf *b) {
+  mkc_printf(b, ",\"outs\":[");
   int first = 1;
   for (int s = 0; s < P.ncases; s++) {
     case_t *c = &P.cases[s];
     for (int i = 0; i < c->nargs; i++)
       if (is_outish(&c->args[i]) && c->args[i].first) emit_out(b, c, &c->args[i], c->args[i].first, &first);
   }
-  sb_add(b, "]");
-  /* the outputs handed to the checker (the blob) */
-  sb_add(b, ",\"outs_s\":%.6g,\"probes_s\":%.6g", mkc_now() - outs0, outs0 - wall0 - loop_s);
-  free(times);
-  free(clean);
-  free(scratch);
-  free(flush);
-  free(argv);
+  mkc_printf(b, "]");
+}
+
+static void mode_bench(mk_buf *b) {
+  bench_t B = {0};
+  bench_setup(&B);
+  bench_loop(&B);
+  emit_bench_stats(b, &B);
+  if (P.counters) emit_counters(b, B.reps);
+  run_probes(b, &B);
+  double outs0 = mkc_now();
+  emit_bench_outs(b);
+  mkc_printf(b, ",\"outs_s\":%.6g,\"probes_s\":%.6g", mkc_now() - outs0, outs0 - B.wall0 - B.loop_s);
+  bench_free(&B);
 }
 
 static int peaks(int argc, char **argv) {
@@ -1122,7 +1203,7 @@ int main(int argc, char **argv) {
   if (!h) fail("cannot load the kernel: %s", dlerror());
   entry = (mk_call_fn)(uintptr_t)dlsym(h, "mk_call");
   if (!entry) fail("the kernel has no mk_call glue: %s", dlerror());
-  sbuf b = { 0 };
+  mk_buf b = {0};
   if (bench) {
     /* inputs come from pre-opened files or seeds, so open(2) can close now */
     seccomp_stage2(1);
@@ -1134,11 +1215,11 @@ int main(int argc, char **argv) {
     seccomp_stage2(!gen && !P.trusted);
     mode_test(&b, gen);
   }
-  sb_add(&b, ",\"seccomp\":%s,\"threads\":%d}", seccomp_ok ? "true" : "false", omp_get_max_threads());
+  mkc_printf(&b, ",\"seccomp\":%s,\"threads\":%d}", seccomp_ok ? "true" : "false", omp_get_max_threads());
   char head[200];
   int hn = snprintf(head, sizeof head, "\nMKRESULT %s ", P.nonce);
   out_raw(head, (size_t)hn);
-  out_raw(b.s, b.n);
+  out_raw(b.p, b.n);
   out_raw("\n", 1);
   return 0;
 }

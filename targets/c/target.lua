@@ -1146,7 +1146,7 @@ local function cc_version()
   return cc_line
 end
 
--- Frozen suites can be shared through mk.search.suites: what their bytes
+-- Frozen suites can be shared through mk.eval.suites: what their bytes
 -- follow besides the task is the CPU (the reference is compiled with
 -- -march=native), the compiler and the cache size (the input sets).
 M.suite_cache = true

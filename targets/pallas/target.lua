@@ -148,7 +148,7 @@ local function trim_pools(keep)
   end
 end
 
---- Stop every idle pre-started worker (mk.search.eval calls it when an evaluator
+--- Stop every idle pre-started worker (mk.eval calls it when an evaluator
 --- closes; the next step starts fresh ones).
 function M.release()
   for key, list in pairs(pools) do

@@ -5,7 +5,7 @@
 -- the model.
 local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
-local targets = require "mk.search.targets"
+local targets = require "mk.eval.targets"
 local graph_lib = require "mk.search.graph"
 local context = require "mk.search.context"
 local template = require "mk.services.template"

@@ -1,10 +1,10 @@
 -- Every scripted-bank kernel of the five C example tasks goes through the
--- real evaluation path (mk.search.eval: sandboxed compile, frozen tests, bench vs
+-- real evaluation path (mk.eval: sandboxed compile, frozen tests, bench vs
 -- the reference) and gets the verdict its bank entry expects. This is also
 -- the "good and wrong candidate per task" end-to-end test.
 local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
-local eval = require "mk.search.eval"
+local eval = require "mk.eval"
 
 -- Small benchmark sizes and one thread keep the suite quick and stable on a
 -- shared 2-core machine; `mkengine eval` uses the tasks' real sizes.
@@ -30,7 +30,7 @@ for _, name in ipairs { "rmsnorm", "matmul", "softmax", "gemm_add_relu", "layern
       n = n + 1
       kinds[k.expect] = true
       local src = assert(fs.read(dir .. "/scripted/" .. k.file), "missing " .. k.file)
-      if #require("mk.search.targets").get("c").tunables(src) > 0 then tunable = true end
+      if #require("mk.eval.targets").get("c").tunables(src) > 0 then tunable = true end
       if k.expect == "compile_error" then t.ok(bank.kernels[k.fix], id .. " needs a fix kernel") end
     end
     t.ok(n >= 6, "kernels")

@@ -5,9 +5,9 @@ local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
 local proc = require "mk.proc"
 local cjson = require "cjson"
-local targets = require "mk.search.targets"
-local c = require("mk.search.targets").get("c")
-local eval = require "mk.search.eval"
+local targets = require "mk.eval.targets"
+local c = require("mk.eval.targets").get("c")
+local eval = require "mk.eval"
 
 local RMS = "examples/tasks/c/rmsnorm"
 

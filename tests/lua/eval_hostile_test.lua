@@ -3,7 +3,7 @@
 -- appears outside the candidate's directory, the frozen tests stay intact.
 local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
-local eval = require "mk.search.eval"
+local eval = require "mk.eval"
 
 local DIR = "tests/hostile"
 local evs = {}
@@ -121,7 +121,7 @@ end)
 
 t.test("probes made ahead whose reference run fails give no stock and leave nothing behind", function()
   -- a time limit no process meets: the reference's run times out
-  local c = require("mk.search.targets").get("c")
+  local c = require("mk.eval.targets").get("c")
   local ev = evaluator("rmsnorm")
   local task = setmetatable({ timeout = 1e-3 }, { __index = ev.task })
   if ev.stock_h then require("mk.services.task").await(ev.stock_h) end -- nothing else writes there meanwhile

@@ -5,7 +5,7 @@
 -- interpret mode (statuses asserted; speeds asserted on a TPU only).
 local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
-local pallas = require("mk.search.targets").get("pallas")
+local pallas = require("mk.eval.targets").get("pallas")
 
 local SUITE = "examples/suites/pallas"
 local TINY = "tests/python/tasks/tiny_rmsnorm"
@@ -235,12 +235,12 @@ t.test("freeze, compile, test, bench, profile, baseline end to end (real JAX)", 
   fs.rm_rf(d)
 end)
 
-t.test("mk.search.eval evaluates a Pallas candidate: autotune keeps the correct configuration, held-out passes", function()
+t.test("mk.eval evaluates a Pallas candidate: autotune keeps the correct configuration, held-out passes", function()
   local ok, why = e2e_setup()
   t.ok(ok, why)
-  local task = assert(require("mk.search.targets").load_task(TINY))
+  local task = assert(require("mk.eval.targets").load_task(TINY))
   t.eq(task.target, "pallas")
-  local ev = require("mk.search.eval").new(task, { jobs = 2, bench = { min_reps = 3, max_reps = 5, warmup = 1 } })
+  local ev = require("mk.eval").new(task, { jobs = 2, bench = { min_reps = 3, max_reps = 5, warmup = 1 } })
   local src = read(CANDS .. "/tunable_ok.py")
   local r = ev:evaluate(src, { profile = true })
   t.eq(r.status, "ok", r.message)
@@ -288,15 +288,15 @@ t.test("with opts.sandbox a candidate runs under bubblewrap without the expected
   fs.rm_rf(d)
 end)
 
-t.test("bank kernels through mk.search.eval in TPU interpret mode: verdicts, race and lowering messages, interpret timing", function()
+t.test("bank kernels through mk.eval in TPU interpret mode: verdicts, race and lowering messages, interpret timing", function()
   local ok, why = e2e_setup()
   t.ok(ok, why)
-  local task = assert(require("mk.search.targets").load_task("examples/tasks/pallas/rmsnorm"))
+  local task = assert(require("mk.eval.targets").load_task("examples/tasks/pallas/rmsnorm"))
   -- Every bank kernel's status is checked in-process by the Python tests
   -- (TestSuiteBanks); here one of each kind goes the whole way through
-  -- mk.search.eval: separate run and check processes, the pool, the sandbox.
+  -- mk.eval: separate run and check processes, the pool, the sandbox.
   task.seeds, task.heldout_seeds = { 0 }, {}
-  local ev = require("mk.search.eval").new(task, { jobs = 1, bench = { min_reps = 5, max_reps = 20, warmup = 2 } })
+  local ev = require("mk.eval").new(task, { jobs = 1, bench = { min_reps = 5, max_reps = 20, warmup = 2 } })
   local bank = dofile("examples/tasks/pallas/rmsnorm/scripted/bank.lua")
   for _, id in ipairs { "pallas_rows", "pallas_block5", "pallas_dma_race", "pallas_wrong_eps" } do
     local k = bank.kernels[id]

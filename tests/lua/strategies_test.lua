@@ -113,7 +113,7 @@ t.test("beam with width 2, depth 2, branches 2, inner_iters 1 runs exactly 6 inn
   local depth1 = count(g, function(n) return n.kind == "implement" and n.parents[1] == g:root().id end)
   t.eq(depth1, 2)
   -- every branch was steered by a direction from the C menu
-  local menu = require("mk.search.targets").directions("c")
+  local menu = require("mk.eval.targets").directions("c")
   for _, n in ipairs(g:nodes()) do
     if n.kind == "implement" then
       local found = false

@@ -1,13 +1,13 @@
 -- The CPU suite (examples/suites/cpu): its composition, every task loads and
 -- has a well-formed scripted-model bank, autotuning works on a bank kernel,
 -- and every bank kernel of the LLM-style tasks gets the verdict its `expect`
--- promises through the real evaluation path (mk.search.eval: sandboxed compile,
+-- promises through the real evaluation path (mk.eval: sandboxed compile,
 -- frozen tests, benchmark against the reference, held-out seeds). The fused
 -- tasks' kernels are evaluated by suite_banks_fused_test.lua.
 local t = dofile("tests/lua/lib/t.lua")
 local sb = dofile("tests/lua/lib/suite_banks.lua")
 local fs = require "mk.fs"
-local eval = require "mk.search.eval"
+local eval = require "mk.eval"
 
 t.test("the cpu suite has at least 12 tasks, a third LLM-style and at least 6 fused", function()
   local all = sb.all_tasks()
@@ -25,7 +25,7 @@ for _, name in ipairs(sb.tasks()) do
 end
 
 for _, name in ipairs(sb.tasks("llm")) do
-  t.test(name .. ": every bank kernel gets its expected verdict from mk.search.eval", function()
+  t.test(name .. ": every bank kernel gets its expected verdict from mk.eval", function()
     sb.check_verdicts(t, name)
   end)
 end

@@ -1,4 +1,4 @@
--- Frozen suites stored once per task content (mk.search.suites): evaluators
+-- Frozen suites stored once per task content (mk.eval.suites): evaluators
 -- and bench repeats share one read-only copy, concurrent freezers wait for
 -- one another, a tampered copy is refused (also with its mtime restored), a
 -- cached baseline is reused, and `mkengine export` inlines the suite so the
@@ -8,9 +8,9 @@ local fs = require "mk.fs"
 local proc = require "mk.proc"
 local task_lib = require "mk.services.task"
 local cjson = require "cjson"
-local eval = require "mk.search.eval"
-local suites = require "mk.search.suites"
-local targets = require "mk.search.targets"
+local eval = require "mk.eval"
+local suites = require "mk.eval.suites"
+local targets = require "mk.eval.targets"
 
 local tmp = fs.tmpdir("mk-suites-test")
 local CACHE = tmp .. "/cache"

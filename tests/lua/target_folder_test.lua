@@ -1,15 +1,15 @@
 -- A target is one folder: the example target of
 -- docs/targets/writing-a-target.md (examples/targets/shell) is copied to a
 -- temporary directory and evaluates candidates there — through
--- mk.search.eval (targets.add_dir) and through `mkengine eval`
+-- mk.eval (targets.add_dir) and through `mkengine eval`
 -- ($MKENGINE_TARGETS) — without any other file knowing about it. Unknown
 -- and broken targets are errors that name the file.
 local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
 local proc = require "mk.proc"
 local cjson = require "cjson"
-local targets = require "mk.search.targets"
-local eval = require "mk.search.eval"
+local targets = require "mk.eval.targets"
+local eval = require "mk.eval"
 
 local MK = fs.realpath((os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine")
 local TASK = "examples/tasks/shell/sum"

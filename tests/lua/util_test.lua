@@ -34,6 +34,16 @@ t.test("read_json: value with nulls as nil, nil when missing, corrupt named", fu
   t.eq(bad, nil); t.eq(err.kind, "corrupt"); t.contains(err.message, d .. "/bad.json")
 end)
 
+t.test("read_jsonl: each line's value with nulls as nil, a torn last line and non-tables skipped", function()
+  local d = t.tmpdir("mk-util-test")
+  fs.write(d .. "/e.jsonl", '{"a": 1, "b": null}\n5\n\n[1, null, 3]\n{"a": 2, "b": {"c": nu')
+  local rows = util.read_jsonl(d .. "/e.jsonl")
+  t.eq(#rows, 2)
+  t.eq(rows[1].a, 1); t.eq(rows[1].b, nil)
+  t.eq(rows[2][1], 1); t.eq(rows[2][2], nil); t.eq(rows[2][3], 3)
+  t.same(util.read_jsonl(d .. "/missing.jsonl"), {})
+end)
+
 t.test("copy is deep: changing the copy leaves the original", function()
   local a = { x = { y = { 1, 2 } }, s = "k" }
   local b = util.copy(a)

@@ -10,8 +10,8 @@ local fs = require "mk.fs"
 local proc = require "mk.proc"
 local task = require "mk.services.task"
 local cjson = require "cjson"
-local pool_lib = require "mk.search.pool"
-local eval = require "mk.search.eval"
+local pool_lib = require "mk.eval.pool"
+local eval = require "mk.eval"
 
 local MK = fs.realpath((os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine")
 local TASK = "tests/tasks/rmsnorm_small"
@@ -105,8 +105,8 @@ t.test("faults: the engine SIGKILLed: its Slurm worker gives the allocation back
   if not cluster then return t.skip(why) end
   local script = tmp .. "/engine.lua"
   fs.write(script, string.format([[
-local pool = require("mk.search.pool").new(require("mk.search.pool").load(%q))
-local ev = require("mk.search.eval").new(%q, { pool = pool })
+local pool = require("mk.eval.pool").new(require("mk.eval.pool").load(%q))
+local ev = require("mk.eval").new(%q, { pool = pool })
 ev:freeze()
 print("frozen")
 io.stdout:flush()

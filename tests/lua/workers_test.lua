@@ -8,8 +8,8 @@ local fs = require "mk.fs"
 local proc = require "mk.proc"
 local task = require "mk.services.task"
 local cjson = require "cjson"
-local pool_lib = require "mk.search.pool"
-local eval = require "mk.search.eval"
+local pool_lib = require "mk.eval.pool"
+local eval = require "mk.eval"
 
 local MK = fs.realpath((os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine")
 local TASK = "tests/tasks/rmsnorm_small"

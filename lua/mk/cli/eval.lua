@@ -51,7 +51,7 @@ function M.run(args)
       workers = "string" },
   }, M.usage)
   if #pos ~= 2 then cli.usage_error("expected TASK_DIR and CANDIDATE_FILE", M.usage) end
-  local task, err = require("mk.search.targets").load_task(pos[1])
+  local task, err = require("mk.eval.targets").load_task(pos[1])
   if not task then cli.input_error(err.message) end
   local src = fs.read(pos[2])
   if not src or fs.isdir(pos[2]) then cli.input_error("cannot read candidate file " .. pos[2]) end
@@ -60,8 +60,8 @@ function M.run(args)
     cli.input_error("--tests-dir " .. opts.tests_dir .. " is not a directory")
   end
 
-  local pool = opts.workers and require("mk.search.pool").open(opts.workers)
-  local ev = require("mk.search.eval").new(task, { pool = pool,
+  local pool = opts.workers and require("mk.eval.pool").open(opts.workers)
+  local ev = require("mk.eval").new(task, { pool = pool,
     timeout = opts.timeout, threads = opts.threads and math.tointeger(opts.threads), tests_dir = opts.tests_dir,
     bench = { min_time = opts.min_time }, keep = opts.keep,
     suite_cache = not opts.fresh, baseline_cache = not opts.fresh,

@@ -27,7 +27,7 @@ function M.run(args)
   if #pos > 0 then cli.usage_error("unexpected argument " .. pos[1], M.usage) end
   local slots = o.slots and math.tointeger(o.slots)
   if o.slots and (not slots or slots < 1) then cli.usage_error("--slots must be a positive integer", M.usage) end
-  return require("mk.search.worker").serve { slots = slots, name = o.name, cache = o.cache }
+  return require("mk.eval.worker").serve { slots = slots, name = o.name, cache = o.cache }
 end
 
 return M

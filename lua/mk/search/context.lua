@@ -9,18 +9,18 @@
 --- `ctx:rng(key)`, so a re-executed strategy makes the same choices and
 --- reaches the same keys.
 local task_lib = require "mk.services.task"
-local infra = require "mk.search.infra"
+local infra = require "mk.eval.infra"
 local rng_lib = require "mk.services.rng"
-local targets = require "mk.search.targets"
+local targets = require "mk.eval.targets"
 local template = require "mk.services.template"
 local fs = require "mk.fs"
 
 --- What a strategy's `run(ctx)` receives (docs/strategies.md); for editors.
 ---@class mk.ctx
----@field task table the loaded task (mk.search.targets.load_task)
+---@field task table the loaded task (mk.eval.targets.load_task)
 ---@field graph table the node graph (mk.search.graph)
 ---@field run table the run directory (mk.search.rundir)
----@field eval table the evaluator (mk.search.eval)
+---@field eval table the evaluator (mk.eval)
 ---@field llm table the model client (mk.services.llm)
 ---@field opts table the strategy's options (--set name=value)
 ---@field seed integer

@@ -8,7 +8,7 @@
 ---     events.jsonl   append-only log: one JSON object per line with `t`
 ---                    (seconds since the run started) and `type`
 ---     suite.json     the frozen test suite it uses (key and path in the shared
----                    cache, mk.search.suites)
+---                    cache, mk.eval.suites)
 ---     tests/         empty; holds the suite itself in runs made before the
 ---                    cache or copied with `mkengine export`
 ---     best/          checkout of the best node, refreshed when best changes

@@ -11,12 +11,12 @@
 --- Input problems (unknown strategy, bad task, bad option, bad model spec)
 --- raise {exit = 2, message}; a Lua error inside a strategy raises with
 --- file:line and traceback (exit 1); a failure of the machine (disk full,
---- a tool missing, a modified suite: mk.search.infra) stops the run with
+--- a tool missing, a modified suite: mk.eval.infra) stops the run with
 --- one line {kind = "infra", exit = 1} and status "stopped".
 local fs = require "mk.fs"
 local task_lib = require "mk.services.task"
 local home = require "mk.home"
-local infra = require "mk.search.infra"
+local infra = require "mk.eval.infra"
 
 local runner = {}
 
@@ -196,8 +196,8 @@ local function heldout_best(ctx, chosen)
 end
 
 local function execute(o, run, info, resumed)
-  local targets = require "mk.search.targets"
-  local eval = require "mk.search.eval"
+  local targets = require "mk.eval.targets"
+  local eval = require "mk.eval"
   local context = require "mk.search.context"
 
   local task, terr = targets.load_task(info.task_dir)
@@ -240,7 +240,7 @@ local function execute(o, run, info, resumed)
     resumed and " (resumed)" or "", run.dir))
 
   if info.workers then -- evaluations go to the workers the file names (docs/workers.md)
-    run.pool = require("mk.search.pool").open(info.workers, { log = note })
+    run.pool = require("mk.eval.pool").open(info.workers, { log = note })
   end
   -- the frozen suite: in the shared cache (suite.json names it), or in
   -- tests/ for runs made before the cache or exported standalone
@@ -420,7 +420,7 @@ function runner.run(o)
     budget = o.budget, jobs = o.jobs, timeout = o.timeout,
     workers = o.workers and (fs.realpath(o.workers) or input_error("workers file not found: " .. o.workers)),
   }
-  if info.workers then require("mk.search.pool").load(info.workers) end -- bad input fails before the run dir exists
+  if info.workers then require("mk.eval.pool").load(info.workers) end -- bad input fails before the run dir exists
   local run, err = rundir.create { root = o.root, dir = o.run_dir, strategy = strategy_name:gsub("^.*/", ""):gsub("%.lua$", ""),
     task = task_slug(o.task), options = info, seed = info.seed, model = o.model }
   if not run then input_error("cannot create the run directory: " .. err.message) end

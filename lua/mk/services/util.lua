@@ -44,6 +44,22 @@ function M.read_json(path)
   return unnull(v)
 end
 
+--- The JSON values of the lines of file `path`, nulls as nil; lines that
+--- are not a JSON object or array (a torn last line of a killed writer)
+--- are skipped; a missing file is an empty list.
+---@param path string
+---@return table[]
+function M.read_jsonl(path)
+  local text = fs.read(path)
+  local out = {}
+  if not text then return out end
+  for line in text:gmatch("[^\n]+") do
+    local v = cjson.decode(line)
+    if type(v) == "table" then out[#out + 1] = unnull(v) end
+  end
+  return out
+end
+
 --- A deep copy of `v` (tables copied all the way down; other values as is).
 function M.copy(v)
   if type(v) ~= "table" then return v end

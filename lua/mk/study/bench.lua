@@ -262,7 +262,7 @@ function bench.run(opts)
       local task = package.loaded["mk.services.task"]
       -- a signal or a failing machine stops the whole bench (the next runs would fail alike)
       if task and (err == task.CANCELLED or task.signal()) then error(err, 0) end
-      if require("mk.search.infra").is(err) then error(err, 0) end
+      if require("mk.eval.infra").is(err) then error(err, 0) end
     end
     local o
     if summary then

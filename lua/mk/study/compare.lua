@@ -10,6 +10,7 @@
 --- pair_stats, verdict, ...) take plain tables and do no I/O, so each figure
 --- can be recomputed by hand; compare.load reads the directories.
 local fs = require "mk.fs"
+local html = require "mk.study.html"
 local metrics = require "mk.study.metrics"
 local rng_lib = require "mk.services.rng"
 
@@ -422,7 +423,7 @@ end
 
 -- results and summaries as every study module reads them; events as mk.study.report does
 local read_json = require("mk.services.util").read_json
-local function read_events(path) return require("mk.study.report").read_jsonl(path) end
+local read_events = require("mk.services.util").read_jsonl
 
 local function input_err(msg) return nil, { kind = "bad_input", message = msg } end
 
@@ -834,8 +835,7 @@ local RES_LABEL = { tokens = "tokens per run (input + output)", usd = "USD per r
 ---@param curves table from compare.curves
 ---@return string html
 function compare.html(result, curves)
-  local report = require "mk.study.report"
-  local esc = report.escape
+  local esc = html.escape
   local P = {}
   P[#P + 1] = "<h2>Verdict</h2>"
   for _, p in ipairs(result.pairs) do
@@ -879,7 +879,7 @@ function compare.html(result, curves)
         series[#series + 1] = { name = s.name, points = pts, band = band }
       end
       local vl = result.budget.limits[r] and { { x = result.budget.limits[r], label = "budget" } } or nil
-      P[#P + 1] = "<figure>" .. report.svg_chart { series = series, step = true, xlog = true, hlines = { 1 }, vlines = vl,
+      P[#P + 1] = "<figure>" .. html.svg_chart { series = series, step = true, xlog = true, hlines = { 1 }, vlines = vl,
         xlabel = RES_LABEL[r], ylabel = "best speedup (×)" } .. "<figcaption>best correct speedup within a budget of "
         .. esc(RES_LABEL[r]) .. "</figcaption></figure>"
     end
@@ -910,7 +910,7 @@ function compare.html(result, curves)
   local names = {}
   for _, s in ipairs(result.strategies) do names[#names + 1] = s.name end
   local sub = string.format("suite <b>%s</b> · %s", esc(result.strategies[1].suite or "?"), esc(result.budget.text))
-  return report.page("compare " .. table.concat(names, " vs "), sub, table.concat(P), {})
+  return html.page("compare " .. table.concat(names, " vs "), sub, table.concat(P), {})
 end
 
 return compare

@@ -114,7 +114,7 @@ function sweep.new(opts)
       local task = package.loaded["mk.services.task"]
       -- a signal or a failing machine stops the whole sweep (the next runs would fail alike)
       if task and (res == task.CANCELLED or task.signal()) then error(res, 0) end
-      if require("mk.search.infra").is(res) then error(res, 0) end
+      if require("mk.eval.infra").is(res) then error(res, 0) end
       e.error = type(res) == "table" and (res.message or tostring(res)) or tostring(res)
       save(false)
       if prog then prog:note(string.format("%-40s error: %s", e.label, e.error)) end
@@ -276,7 +276,7 @@ function sweep.run_file(file, opts)
   if not ok then
     local task = package.loaded["mk.services.task"]
     if task and (ret == task.CANCELLED or task.signal()) then error(ret, 0) end
-    if require("mk.search.infra").is(ret) then error(ret, 0) end
+    if require("mk.eval.infra").is(ret) then error(ret, 0) end
     return nil, { kind = "script_error", message = tostring(ret), results = mk.results }
   end
   mk.results.out = mk.out

@@ -1,5 +1,5 @@
 --- Shared checks for the CPU-suite bank tests (tests/lua/suite_banks*_test.lua):
---- bank structure, and every bank kernel evaluated through mk.search.eval against
+--- bank structure, and every bank kernel evaluated through mk.eval against
 --- its `expect`. Split over two test files so each stays well inside the
 --- per-test timeout on a loaded 2-core machine.
 ---
@@ -9,8 +9,8 @@
 --- Correctness verdicts are never retried. MK_SUITE_TASKS=a,b limits the run
 --- to some tasks.
 local fs = require "mk.fs"
-local eval = require "mk.search.eval"
-local targets = require "mk.search.targets"
+local eval = require "mk.eval"
+local targets = require "mk.eval.targets"
 local task_lib = require "mk.services.task"
 
 local M = {}
@@ -118,7 +118,7 @@ end
 
 --- Evaluate every bank kernel of task `name` and assert its expect. Kernels
 --- are evaluated concurrently (compiles overlap; benchmarks hold the device
---- exclusively inside mk.search.eval), retries and held-out checks follow.
+--- exclusively inside mk.eval), retries and held-out checks follow.
 function M.check_verdicts(t, name)
   local dir = M.SUITE .. "/" .. name
   local bank = M.bank(name)

@@ -1,4 +1,4 @@
---- mk.search.eval: the evaluation service strategies use. One evaluator per task:
+--- mk.eval: the evaluation service strategies use. One evaluator per task:
 --- it freezes the tests once, measures the baseline once, and evaluates
 --- candidate files (compile → test → autotune → bench → profile) through
 --- the task's target, holding the right slots: compiles run `jobs` at a
@@ -7,9 +7,9 @@
 --- waits for them to finish and keeps them out while it runs.
 local fs = require "mk.fs"
 local task_lib = require "mk.services.task"
-local targets = require "mk.search.targets"
+local targets = require "mk.eval.targets"
 local util = require "mk.services.util"
-local suites = require "mk.search.suites"
+local suites = require "mk.eval.suites"
 
 local M = {}
 
@@ -61,7 +61,7 @@ end
 local Evaluator = {}
 Evaluator.__index = Evaluator
 
---- Create an evaluator for `task` (a table from mk.search.targets.load_task, or a
+--- Create an evaluator for `task` (a table from mk.eval.targets.load_task, or a
 --- task directory).
 ---@param task table|string
 ---@param opts table|nil see docs/api/eval.md (tests_dir, workdir, jobs, timeout, seed, threads, bench, ...)
@@ -103,7 +103,7 @@ function M.new(task, opts)
   self.seed = opts.seed or 0
   self.builds = 0
   self.cache = {}
-  self.pool = opts.pool -- an mk.search.pool: every method below runs on its workers
+  self.pool = opts.pool -- an mk.eval.pool: every method below runs on its workers
   return self
 end
 
@@ -117,7 +117,7 @@ local function queued(acct, take, fn, ...)
   end, ...)
 end
 
--- Through a worker pool (mk.search.pool): the same method on a worker's own
+-- Through a worker pool (mk.eval.pool): the same method on a worker's own
 -- evaluator for this task, with this evaluator's options.
 function Evaluator:_remote(op, files, opts)
   local eo = {}
@@ -303,7 +303,7 @@ local function fmt_params(p)
 end
 
 -- A target's "error" is the machine failing, not the candidate: it reaches
--- the caller as status "infra" (mk.search.infra), and is never cached.
+-- the caller as status "infra" (mk.eval.infra), and is never cached.
 local function verdict(status) return status == "error" and "infra" or status end
 
 local function fail(status, message, extra)

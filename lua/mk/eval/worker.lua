@@ -1,4 +1,4 @@
---- mk.search.worker: the worker side of the evaluation protocol (`mkengine
+--- mk.eval.worker: the worker side of the evaluation protocol (`mkengine
 --- worker`), and the pieces both sides share. A worker is a long-lived
 --- evaluator on the host that has the device; the engine talks to it over
 --- its stdin/stdout (a pipe, ssh, or srun), one JSON object per line.
@@ -133,7 +133,7 @@ local function host_facts()
   return f
 end
 
-local function target_names() return require("mk.search.targets").list() end
+local function target_names() return require("mk.eval.targets").list() end
 
 --- Serve the protocol on stdin/stdout until EOF, `bye`, or the engine goes
 --- quiet. opts: slots (default 1), name (default the host name), cache
@@ -143,7 +143,7 @@ local function target_names() return require("mk.search.targets").list() end
 function M.serve(opts)
   opts = opts or {}
   local proc = require "mk.proc"
-  local eval = require "mk.search.eval"
+  local eval = require "mk.eval"
   local slots = opts.slots or 1
   local facts = host_facts()
   local name = opts.name or facts.hostname or "worker"
@@ -186,7 +186,7 @@ function M.serve(opts)
       fs.rm_rf(dir)
       fs.rename(tmp, dir)
     end
-    local t, err = require("mk.search.targets").load_task(dir)
+    local t, err = require("mk.eval.targets").load_task(dir)
     if not t then return nil, err and err.message or "cannot load the task" end
     tasks[id] = t
     return t

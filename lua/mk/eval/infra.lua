@@ -1,4 +1,4 @@
---- mk.search.infra: failures of the machine, never a candidate's verdict.
+--- mk.eval.infra: failures of the machine, never a candidate's verdict.
 --- A full disk, memory the engine or the harness cannot get, a tool that
 --- cannot be run, a frozen suite that was modified: nothing is learned
 --- about the candidate, so its step is not committed; the run stops with

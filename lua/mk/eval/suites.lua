@@ -1,4 +1,4 @@
---- mk.search.suites: frozen test suites and baseline measurements stored
+--- mk.eval.suites: frozen test suites and baseline measurements stored
 --- once per content under the engine's cache directory, shared by runs,
 --- bench repeats and standalone `mkengine eval`.
 ---

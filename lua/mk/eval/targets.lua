@@ -1,4 +1,4 @@
---- mk.search.targets: the targets, each one discovered folder, and the
+--- mk.eval.targets: the targets, each one discovered folder, and the
 --- loading of a task. A target folder `targets/<name>/` holds
 ---   target.lua      the interface module (detect/load, freeze, compile,
 ---                   test, bench, profile, baseline, tunables; see

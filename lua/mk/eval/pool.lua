@@ -1,6 +1,6 @@
---- mk.search.pool: the engine side of remote evaluation. A pool starts the
+--- mk.eval.pool: the engine side of remote evaluation. A pool starts the
 --- workers a `--workers FILE.lua` names (local processes, OpenSSH hosts,
---- Slurm allocations), speaks the worker protocol (mk.search.worker) with each,
+--- Slurm allocations), speaks the worker protocol (mk.eval.worker) with each,
 --- and lends their evaluation slots to mk.eval as one pool. Faults lose
 --- nothing: an evaluation whose worker dies, hangs (no heartbeat) or loses
 --- its connection is retried on another slot (bounded), never reported as
@@ -11,7 +11,7 @@ local cjson = require "cjson"
 local fs = require "mk.fs"
 local proc = require "mk.proc"
 local task_lib = require "mk.services.task"
-local worker = require "mk.search.worker"
+local worker = require "mk.eval.worker"
 
 local M = {}
 
