@@ -1964,6 +1964,37 @@ def _clean(o):
     return o
 
 
+ENGINE_GONE_EXIT = 70  # exit status of a harness process whose engine went away
+
+
+def watch_engine(fd=2, period_s=0.5):
+    """End this process when the engine that started it is gone: its end of
+    our stderr (a pipe or socket only the engine reads; mk-exec keeps no
+    copy) closes, which poll() reports as POLLHUP/POLLERR. Covers an engine
+    killed with SIGKILL, where nothing else would stop a pre-started worker
+    (it would wait out its idle timeout) or a step still running. A no-op
+    when fd is a terminal or a file."""
+    import select  # noqa: PLC0415
+    import stat  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return False
+
+    def loop():
+        p = select.poll()
+        p.register(fd, select.POLLHUP | select.POLLERR)
+        while True:
+            for _, ev in p.poll(period_s * 1000):
+                if ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                    os._exit(ENGINE_GONE_EXIT)
+    threading.Thread(target=loop, name="mk-watch-engine", daemon=True).start()
+    return True
+
+
 def main(argv=None):
     # Candidate code may print: keep the real stdout for our one JSON object
     # and send everything else (fd 1 included) to stderr.
@@ -2008,6 +2039,7 @@ def worker(argv):
     p.add_argument("--idle", type=float, default=600.0)
     p.add_argument("--light", action="store_true", help="import numpy only (for `check`, which never imports JAX)")
     a = p.parse_args(argv)
+    watch_engine()
     # Pay the imports ahead of time (by name: nothing here uses them).
     preload = ["numpy"] if a.light else [
         "numpy", "jax", "jax.experimental.pallas", "jax.experimental.pallas.tpu"]
@@ -2033,4 +2065,5 @@ def worker(argv):
 if __name__ == "__main__":
     if sys.argv[1:2] == ["worker"]:
         sys.exit(worker(sys.argv[2:]))
+    watch_engine()
     sys.exit(main())

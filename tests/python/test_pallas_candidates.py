@@ -9,7 +9,10 @@ import glob
 import importlib.util
 import os
 import shutil
+import signal
+import subprocess
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -150,6 +153,88 @@ class TestCandidateKinds(unittest.TestCase):
     def test_patched_clock_is_rejected_before_it_runs(self):
         self.assertEqual(self.run_cand("pallas_patch_clock.py")["status"], "rejected")
 
+
+
+def marked_processes(marker):
+    """Pids of processes whose command line mentions `marker`."""
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid() and marker in cmdline(int(p))]
+
+
+def cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def wait_for(cond, deadline_s):
+    """Poll cond() until it is true or deadline_s passes; its last value."""
+    end = time.monotonic() + deadline_s
+    v = cond()
+    while not v and time.monotonic() < end:
+        time.sleep(0.2)
+        v = cond()
+    return v
+
+
+class TestNoLeftoverProcesses(unittest.TestCase):
+    """No harness process outlives the engine that started it: neither after
+    `mkengine eval` returns nor after the engine is killed with SIGKILL
+    mid-evaluation (then nothing in the engine runs to stop them: each
+    watches its stderr, which only the engine reads)."""
+
+    ENGINE = os.path.join(ROOT, "build", "mkengine")
+
+    def setUp(self):
+        if not os.path.exists(self.ENGINE):
+            self.fail("%s is not built (cmake --build build)" % self.ENGINE)
+        self.tmp = tempfile.mkdtemp(prefix="mk-leak-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.task = os.path.join(self.tmp, "task")  # every step names it: the marker of this engine's processes
+        shutil.copytree(TINY, self.task)
+        py = os.path.join(os.path.realpath(os.path.join(ROOT, ".venv")), "bin", "python")
+        self.env = dict(os.environ, TMPDIR=self.tmp, MKENGINE_CACHE=os.path.join(self.tmp, "cache"),
+                        JAX_PLATFORMS="cpu", MK_PYTHON=py if os.path.exists(py) else os.environ.get("MK_PYTHON", ""))
+        self.addCleanup(self.kill_marked)
+
+    def kill_marked(self):
+        for pid in marked_processes(self.tmp):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def eval_cmd(self):
+        return [self.ENGINE, "eval", self.task, os.path.join(CANDS, "pallas_whole_file.py"), "--fresh", "--no-profile",
+                "--no-tune"]
+
+    def test_none_left_after_eval_returns(self):
+        p = subprocess.run(self.eval_cmd(), env=self.env, capture_output=True, text=True, timeout=600)
+        self.assertIn(": ok", p.stdout, p.stdout + p.stderr[-2000:])
+        left = wait_for(lambda: not marked_processes(self.tmp), 30)
+        self.assertTrue(left, "harness processes alive after eval: %r" % marked_processes(self.tmp))
+
+    def test_none_left_after_the_engine_and_a_workers_wrapper_are_killed(self):
+        # The wrapper (mk-exec) of each step stops its child when the engine
+        # goes; a worker whose wrapper is gone first (the OOM killer's pick
+        # on a machine near its memory limit) used to wait out its 600 s
+        # idle timeout. Each harness process now watches the engine itself.
+        p = subprocess.Popen(self.eval_cmd(), env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            marker = "harness.py\0worker\0--inbox\0" + self.tmp
+            wrappers = lambda: [q for q in marked_processes(marker) if cmdline(q).startswith(  # noqa: E731
+                os.path.join(ROOT, "build", "engine", "exec", "mk-exec"))]
+            self.assertTrue(wait_for(wrappers, 300), "no pre-started harness worker appeared")
+            w = wrappers()[0]
+            os.kill(w, signal.SIGKILL)
+            self.assertTrue(wait_for(lambda: w not in marked_processes(marker), 30))
+        finally:
+            p.kill()
+            p.wait()
+        gone = wait_for(lambda: not marked_processes(self.tmp), 60)
+        self.assertTrue(gone, "harness processes alive 60 s after the engine was killed: %r"
+                        % [cmdline(q)[:200] for q in marked_processes(self.tmp)])
 
 if __name__ == "__main__":
     unittest.main()

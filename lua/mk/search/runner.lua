@@ -338,8 +338,10 @@ local function execute(o, run, info, resumed)
   summary = run:write_summary(summary) or summary
   summary.run_dir = run.dir
   if best then
-    note(string.format("best: %s speedup %.2fx over the baseline (%.3f ms vs %.3f ms) -> %s/best", best.id,
-      best.metrics.speedup or 0, best.metrics.latency_s * 1000, (root.metrics.latency_s or 0) * 1000, run.dir))
+    local m = best.metrics
+    note(string.format("best: %s %s (%.3f ms vs %.3f ms) -> %s/best", best.id, m.timing_kind == "interpret"
+      and "(interpret timing: no speedup)" or string.format("speedup %.2fx over the baseline", m.speedup or 0),
+      best.metrics.latency_s * 1000, (root.metrics.latency_s or 0) * 1000, run.dir))
   else
     note("no correct kernel found -> " .. run.dir)
   end

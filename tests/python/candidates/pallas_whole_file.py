@@ -24,7 +24,7 @@ def workload(x, scale):
     return pl.pallas_call(
         _kernel,
         out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-        grid=(rows // 8,),
+        grid=(pl.cdiv(rows, 8),),
         in_specs=[pl.BlockSpec((8, cols), lambda i: (i, 0)), pl.BlockSpec((1, cols), lambda i: (0, 0))],
         out_specs=pl.BlockSpec((8, cols), lambda i: (i, 0)),
     )(x, scale.reshape(1, cols))
