@@ -2,13 +2,13 @@
 --   mkengine script bench/eval_bench.lua [ROWS COLS THREADS REPEATS]
 -- 1. Stability: the same rmsnorm kernel benchmarked REPEATS times (each a
 --    fresh runner process, 0.5 s of timed calls): medians and their spread.
--- 2. Overhead: one full evaluate() (compile, search tests, bench, profile)
---    and what part of its wall time is not the compiler or candidate runs.
+-- 2. Overhead: full evaluate()s (compile, search tests, bench, profile), 3
+--    fresh sources, with the evaluator's timing breakdown.
 local fs = require "mk.fs"
 local task_lib = require "mk.services.task"
-local proc = require "mk.proc"
 local c = require("mk.eval.targets").get("c")
 local eval = require "mk.eval"
+local stats = dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/stats.lua")
 
 local rows = tonumber(arg and arg[1]) or 1024
 local cols = tonumber(arg and arg[2]) or 1024
@@ -16,18 +16,7 @@ local threads = tonumber(arg and arg[3]) or 1
 local repeats = tonumber(arg and arg[4]) or 10
 local RMS = "examples/tasks/c/rmsnorm"
 
--- time every subprocess by program
-local spent = {}
-local orig_run = proc.run
-proc.run = function(spec)
-  local t0 = task_lib.now()
-  local r, e = orig_run(spec)
-  local prog = spec.argv[1]:match("[^/]+$")
-  if prog == "cc" or prog == "gcc" then prog = "compiler" end
-  spent[prog] = (spent[prog] or 0) + (task_lib.now() - t0)
-  return r, e
-end
-
+local machine = stats.machine()
 local ev = eval.new(RMS, { bench_sizes = { rows = rows, cols = cols }, threads = threads,
   bench = { min_time = 0.5 } })
 local t0 = task_lib.now()
@@ -50,28 +39,34 @@ for i = 1, repeats do
     100 * r.spread, r.reps, r.undisturbed))
 end
 local function stability(name, xs)
-  table.sort(xs)
-  local mid = xs[(#xs + 1) // 2]
+  local mid = stats.median(xs)
   local worst = 0
   for _, m in ipairs(xs) do worst = math.max(worst, math.abs(m - mid) / mid) end
-  print(string.format("stability of the %s over %d runs: %.4f .. %.4f ms, max deviation from their median %.1f%%",
-    name, #xs, xs[1] * 1e3, xs[#xs] * 1e3, 100 * worst))
+  print(string.format("stability of the %s: %s, max deviation from their median %.1f%% (goal 3%%)", name,
+    stats.fmt(xs, 1e3, "ms"), 100 * worst))
 end
 stability("median", meds)
 stability("median of undisturbed calls", unds)
 stability("p10", p10s)
 stability("min", mins)
 
--- overhead of one full evaluation
-for k in pairs(spent) do spent[k] = 0 end
-src = src .. "\n/* fresh copy: not in the evaluator's cache */\n"
-t0 = task_lib.now()
-local r = ev:evaluate(src, { profile = true })
-local wall = task_lib.now() - t0
-assert(r.status == "ok", r.message)
-local cc, run, chk = spent.compiler or 0, spent["mkc-run"] or 0, spent["mkc-check"] or 0
-print(string.format("evaluate: %.3f s wall = compiler %.3f s + candidate runs %.3f s + checker %.3f s + engine %.3f s",
-  wall, cc, run, chk, wall - cc - run - chk))
-print(string.format("overhead beyond compile + runs: %.3f s (checker included), %.1f%% of the evaluation",
-  wall - cc - run, 100 * (wall - cc - run) / wall))
+-- overhead of a full evaluation, 3 fresh sources: the evaluator's own
+-- breakdown (`timing`; its steps overlap, so they need not add up to wall)
+local KEYS = { "compile_s", "test_s", "bench_s", "check_s", "queue_s", "engine_s" }
+local walls, parts = {}, {}
+for i = 1, 3 do
+  t0 = task_lib.now()
+  local r = ev:evaluate(src .. string.format("\n/* fresh copy %d: not in the evaluator's cache */\n", i),
+    { profile = true })
+  walls[i] = task_lib.now() - t0
+  assert(r.status == "ok", r.message)
+  for _, k in ipairs(KEYS) do
+    parts[k] = parts[k] or {}
+    table.insert(parts[k], (r.timing or {})[k] or 0)
+  end
+end
+local ps = {}
+for _, k in ipairs(KEYS) do ps[#ps + 1] = k:gsub("_s$", "") .. " " .. string.format("%.3f", stats.median(parts[k])) end
+print(string.format("evaluate: wall %s; medians in s: %s", stats.fmt(walls, 1, "s"), table.concat(ps, ", ")))
 ev:close()
+stats.report(machine)

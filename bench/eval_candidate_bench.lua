@@ -13,6 +13,7 @@
 local fs = require "mk.fs"
 local task_lib = require "mk.services.task"
 local eval = require "mk.eval"
+local stats = dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/stats.lua")
 
 local TASK = arg and arg[1] or "examples/tasks/c/rmsnorm"
 local rows, cols = tonumber(arg and arg[2]), tonumber(arg and arg[3])
@@ -29,23 +30,16 @@ local function children_cpu()
   return ((tonumber(f[14]) or 0) + (tonumber(f[15]) or 0)) / 100
 end
 
-local function median(xs)
-  local c = {}
-  for i, x in ipairs(xs) do c[i] = x end
-  table.sort(c)
-  if #c == 0 then return 0 end
-  return #c % 2 == 1 and c[(#c + 1) // 2] or (c[#c // 2] + c[#c // 2 + 1]) / 2
-end
+local function median(xs) return stats.median(xs) or 0 end
 
-local function load() return (fs.read("/proc/loadavg") or "?"):match("^(%S+ %S+ %S+)") end
-
+local machine = stats.machine()
 local opts = { suite_cache = true }
 if rows and cols then opts.bench_sizes = { rows = rows, cols = cols } end
 local ev = eval.new(TASK, opts)
 local t0 = task_lib.now()
 ev:freeze()
-print(string.format("suite ready in %.2f s (%s, %d input sets); load average %s", task_lib.now() - t0,
-  ev.frozen.fresh and "frozen now" or "cached, verified", ev.frozen.meta and ev.frozen.meta.sets or -1, load()))
+print(string.format("suite ready in %.2f s (%s, %d input sets)", task_lib.now() - t0,
+  ev.frozen.fresh and "frozen now" or "cached, verified", ev.frozen.meta and ev.frozen.meta.sets or -1))
 t0 = task_lib.now()
 local base = ev:baseline()
 print(string.format("baseline %.3f ms, measured in %.2f s", base.latency_s * 1e3, task_lib.now() - t0))
@@ -89,8 +83,8 @@ for i = 1, N do
   end
   print(string.format("%2d %-14s %-13s wall %6.2f s, child CPU %5.2f s%s", i, name, r.status, wall, cpu, line))
 end
-print(string.format("median over %d candidates: wall %.2f s, child CPU %.2f s; correct ones (%d): wall %.2f s; "
-  .. "load average %s", N, median(walls), median(cpus), #ok_walls, median(ok_walls), load()))
+print(string.format("over %d candidates: wall %s, child CPU %s; correct ones: wall %s", N, stats.fmt(walls, 1, "s"),
+  stats.fmt(cpus, 1, "s"), stats.fmt(ok_walls, 1, "s")))
 if next(parts) then
   local ps = {}
   for _, k in ipairs(KEYS) do ps[#ps + 1] = string.format("%s %.2f", k, median(parts[k])) end
@@ -104,3 +98,4 @@ if next(bparts) then
   print("correct ones, the benchmark process (medians): " .. table.concat(ps, ", "))
 end
 ev:close()
+stats.report(machine)

@@ -11,6 +11,7 @@ local fs = require "mk.fs"
 local git = require "mk.git"
 local graph = require "mk.search.graph"
 local task = require "mk.services.task"
+local stats = dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/stats.lua")
 
 local MK = (os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine"
 local mode = arg[1] or "all"
@@ -18,11 +19,6 @@ local mode = arg[1] or "all"
 local function rss_mb()
   local s = fs.read("/proc/self/status") or ""
   return (tonumber(s:match("VmRSS:%s*(%d+)")) or 0) / 1024, (tonumber(s:match("VmHWM:%s*(%d+)")) or 0) / 1024
-end
-
-local function percentile(xs, p)
-  table.sort(xs)
-  return xs[math.max(1, math.ceil(#xs * p))]
 end
 
 -- a 10 KB kernel that differs per node (so every commit writes a new blob)
@@ -57,7 +53,7 @@ local function bench_commit(n, sync)
   g:close()
   git.fsync(false)
   fs.rm_rf(dir:match("^(.*)/graph.git$"))
-  return percentile(times, 0.5), percentile(times, 0.9), cpu
+  return times, cpu
 end
 
 -- How fast this machine runs plain Lua right now (shared machines vary):
@@ -128,18 +124,19 @@ if mode == "open" then
   return 0
 end
 
-print(string.format("calibration: 10^8 Lua additions in %.2f s cpu; load average %s", calibrate(),
-  (fs.read("/proc/loadavg") or "?"):match("^(%S+ %S+ %S+)")))
+local machine = stats.machine()
+print(string.format("calibration: 10^8 Lua additions in %.2f s cpu; graph in %s", calibrate(),
+  os.getenv("TMPDIR") or "/tmp"))
 
 if mode == "all" or mode == "commit" then
   local n = tonumber(mode == "commit" and arg[2]) or 2000
-  local med, p90, cpu = bench_commit(n, false)
-  print(string.format("commit, 10 KB kernel, %d nodes, no fsync: median %.3f ms, p90 %.3f ms wall; %.3f ms cpu per commit",
-    n, med * 1e3, p90 * 1e3, cpu * 1e3))
+  local times, cpu = bench_commit(n, false)
+  print(string.format("commit, 10 KB kernel, %d nodes, no fsync: wall %s, p90 %.3f ms; %.3f ms cpu per commit (mean)",
+    n, stats.fmt(times, 1e3, "ms"), stats.quantile(times, 0.9) * 1e3, cpu * 1e3))
   local ns = math.min(n, 300)
-  local smed, sp90, scpu = bench_commit(ns, true)
-  print(string.format("commit, 10 KB kernel, %d nodes, fsync on: median %.3f ms, p90 %.3f ms wall; %.3f ms cpu per commit",
-    ns, smed * 1e3, sp90 * 1e3, scpu * 1e3))
+  local stimes, scpu = bench_commit(ns, true)
+  print(string.format("commit, 10 KB kernel, %d nodes, fsync on: wall %s, p90 %.3f ms; %.3f ms cpu per commit (mean)",
+    ns, stats.fmt(stimes, 1e3, "ms"), stats.quantile(stimes, 0.9) * 1e3, scpu * 1e3))
 end
 
 if mode == "all" or mode == "load" then
@@ -154,14 +151,21 @@ if mode == "all" or mode == "load" then
     print(string.format("wrote %d nodes with git fast-import in %.1f s; graph.open rebuilt the index from refs in %.1f s",
       nodes, import_s, rebuild_s))
   end
+  local walls, cpus, rss = {}, {}, {}
   for _, how in ipairs{ "", "", "", "index", "verify" } do
     local p = io.popen(string.format("%s script %s open %s %s", MK, arg[0], dir, how))
-    io.stdout:write(how ~= "" and ("(" .. how .. ") ") or "", p:read("a"))
+    local out = p:read("a")
     p:close()
+    io.stdout:write(how ~= "" and ("(" .. how .. ") ") or "", out)
+    local w, c, r = out:match("wall ([%d.]+) s, cpu ([%d.]+) s, rss ([%d.]+) MB")
+    if how == "" and w then walls[#walls + 1], cpus[#cpus + 1], rss[#rss + 1] = tonumber(w), tonumber(c), tonumber(r) end
   end
+  print(string.format("open from the snapshot, fresh processes: wall %s, cpu %s, rss %s", stats.fmt(walls, 1, "s"),
+    stats.fmt(cpus, 1, "s"), stats.fmt(rss, 1, "MB")))
   local du = io.popen("du -sh " .. dir)
   io.stdout:write("repository size: ", du:read("a"))
   du:close()
   if not keep then fs.rm_rf(base) end
 end
+stats.report(machine)
 return 0

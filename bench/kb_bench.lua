@@ -8,6 +8,7 @@ local fs = require "mk.fs"
 local task = require "mk.services.task"
 local home = require "mk.home"
 local retrieve = require "mk.services.retrieve"
+local stats = dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/stats.lua")
 
 local megabytes = tonumber(arg[1]) or 10
 
@@ -19,22 +20,21 @@ local function peak_rss_mb()
   return tonumber(s:match("VmHWM:%s*(%d+)")) / 1024
 end
 
-local function percentile(sorted, p)
-  return sorted[math.max(1, math.ceil(#sorted * p))]
-end
-
--- Median and p95 latency (ms) of running each query `reps` times.
+-- Latency (s) of each query, run `reps` times each.
 local function query_latency(ix, queries, reps, k)
   local times = {}
   for _ = 1, reps do
     for _, q in ipairs(queries) do
       local t0 = task.now()
       ix:search(q, k)
-      times[#times + 1] = (task.now() - t0) * 1e3
+      times[#times + 1] = task.now() - t0
     end
   end
-  table.sort(times)
-  return percentile(times, 0.5), percentile(times, 0.95), #times
+  return times
+end
+
+local function latency(times)
+  return string.format("%s, p95 %.3f ms", stats.fmt(times, 1e3, "ms"), stats.quantile(times, 0.95) * 1e3)
 end
 
 local queries = {
@@ -48,6 +48,7 @@ local queries = {
   "emit_pipeline double buffering",
 }
 
+local machine = stats.machine()
 -- 1. the shipped corpus
 local kbdir = home.path("kb")
 local opens, cpu = {}, {}
@@ -56,16 +57,12 @@ for i = 1, 20 do
   local t0, c0 = task.now(), os.clock()
   if ix then ix:close() end
   ix = assert(kb.open { dirs = { kbdir }, skip = { "learned" } })
-  opens[i], cpu[i] = (task.now() - t0) * 1e3, (os.clock() - c0) * 1e3
+  opens[i], cpu[i] = task.now() - t0, os.clock() - c0
 end
-table.sort(opens)
-table.sort(cpu)
 local s = ix:stats()
 print(string.format("shipped corpus: %d files, %d bytes, %d chunks, %d terms", s.files, s.bytes, s.chunks, s.terms))
-print(string.format("  kb.open: median %.2f ms wall (%.2f ms CPU), p95 %.2f ms wall (20 builds)",
-  percentile(opens, 0.5), percentile(cpu, 0.5), percentile(opens, 0.95)))
-local med, p95, n = query_latency(ix, queries, 200, 5)
-print(string.format("  search k=5: median %.3f ms, p95 %.3f ms (%d queries)", med, p95, n))
+print(string.format("  kb.open: wall %s, CPU %s", stats.fmt(opens, 1e3, "ms"), stats.fmt(cpu, 1e3, "ms")))
+print("  search k=5: " .. latency(query_latency(ix, queries, 200, 5)))
 local t0 = task.now()
 for _ = 1, 200 do ix:stale() end
 print(string.format("  index:stale(): %.3f ms per check", (task.now() - t0) * 1e3 / 200))
@@ -75,12 +72,10 @@ for _ = 1, 50 do
   for _, q in ipairs(queries) do
     local t1 = task.now()
     retrieve.passages(q, { learned = false })
-    rtimes[#rtimes + 1] = (task.now() - t1) * 1e3
+    rtimes[#rtimes + 1] = task.now() - t1
   end
 end
-table.sort(rtimes)
-print(string.format("  retrieve.passages (stale check + search + budget): median %.3f ms, p95 %.3f ms",
-  percentile(rtimes, 0.5), percentile(rtimes, 0.95)))
+print("  retrieve.passages (stale check + search + budget): " .. latency(rtimes))
 ix:close()
 
 -- 2. a synthetic corpus: deterministic pseudo-random prose with a Zipf-like
@@ -142,16 +137,15 @@ for i = 1, 3 do
   ix = assert(kb.open { dirs = { dir } })
   builds[i], bcpu[i] = task.now() - t2, os.clock() - c2
 end
-table.sort(builds)
-table.sort(bcpu)
 s = ix:stats()
-print(string.format("  kb.open: median %.3f s wall (%.3f s CPU) of 3 builds (%.1f MB/s wall); %d chunks, %d terms, %d tokens",
-  builds[2], bcpu[2], written / 1048576 / builds[2], s.chunks, s.terms, s.tokens))
-med, p95, n = query_latency(ix, queries, 20, 5)
-print(string.format("  search k=5: median %.3f ms, p95 %.3f ms (%d queries)", med, p95, n))
+print(string.format("  kb.open: wall %s, CPU %s (%.1f MB/s wall); %d chunks, %d terms, %d tokens",
+  stats.fmt(builds, 1, "s"), stats.fmt(bcpu, 1, "s"), written / 1048576 / stats.median(builds), s.chunks, s.terms,
+  s.tokens))
+print("  search k=5: " .. latency(query_latency(ix, queries, 20, 5)))
 t0 = task.now()
 ix:stale()
 print(string.format("  index:stale(): %.2f ms", (task.now() - t0) * 1e3))
 print(string.format("peak RSS %.1f MB", peak_rss_mb()))
 ix:close()
 fs.rm_rf(dir)
+stats.report(machine)

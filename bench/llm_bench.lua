@@ -11,6 +11,7 @@ if rerun then return rerun end
 
 local llm = require "mk.services.llm"
 local task = require "mk.services.task"
+local stats = dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/stats.lua")
 
 local n = tonumber(arg[1]) or 256
 local rounds = tonumber(arg[2]) or 3
@@ -47,16 +48,16 @@ local function round(tag)
   return task.now() - t0, os.clock() - cpu0, chunks
 end
 
+local machine = stats.machine()
 round("warmup")
-local best_wall, best_cpu = math.huge, math.huge
+local walls, cpus = {}, {}
 for r = 1, rounds do
   local wall, cpu, chunks = round("r" .. r)
-  table.sort(lat)
   print(string.format("round %d: %d streaming calls (%d deltas) in %.3f s wall, engine CPU %.3f s = %.3f ms/call;"
-    .. " call latency min %.3f median %.3f max %.3f s",
-    r, n, chunks, wall, cpu, cpu / n * 1000, lat[1], lat[#lat // 2 + 1], lat[#lat]))
-  best_wall, best_cpu = math.min(best_wall, wall), math.min(best_cpu, cpu)
+    .. " call latency %s", r, n, chunks, wall, cpu, cpu / n * 1000, stats.fmt(lat, 1, "s")))
+  walls[r], cpus[r] = wall, cpu / n
 end
-print(string.format("best: %.3f s wall (target < 1.3), %.3f ms engine CPU per call (target < 1)",
-  best_wall, best_cpu / n * 1000))
+print(string.format("%d calls: wall %s (target < 1.3 s); engine CPU per call %s (target < 1 ms)", n,
+  stats.fmt(walls, 1, "s"), stats.fmt(cpus, 1e3, "ms")))
+stats.report(machine)
 srv.stop()

@@ -4,7 +4,8 @@
 -- what is left is the engine's own work. N nodes, K in flight; best of R.
 --   mkengine script bench/node_bench.lua [N=300] [K=2] [R=3]
 -- Reports engine CPU (this process: os.clock) and wall per node, and the
--- commit's own median (graph:add timed alone inside the loop).
+-- commit's own median (graph:add timed alone inside the loop): the median
+-- over R rounds with their spread, and the machine's state.
 local fake = dofile("tests/fake_llm/fake.lua")
 local rerun = fake.reexec_with_key()
 if rerun then return rerun end
@@ -14,6 +15,7 @@ local llm = require "mk.services.llm"
 local proc = require "mk.proc"
 local task = require "mk.services.task"
 local graph = require "mk.search.graph"
+local stats = dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/stats.lua")
 
 local N = tonumber(arg[1]) or 300
 local K = tonumber(arg[2]) or 2
@@ -30,11 +32,6 @@ local function kernel(i)
     lines[#lines + 1] = string.format("  acc%d += x[i + %d] * w[%d]; /* %d */", #lines % 8, #lines, #lines, i)
   end
   return table.concat(lines, "\n")
-end
-
-local function median(xs)
-  table.sort(xs)
-  return xs[(#xs + 1) // 2]
 end
 
 local function round(r)
@@ -70,17 +67,16 @@ local function round(r)
   g:close()
   fs.rm_rf(dir)
   print(string.format("round %d: %d nodes, %d in flight: %.3f ms wall and %.3f ms engine CPU per node; "
-    .. "commit median %.3f ms", r, N, K, wall / N * 1e3, cpu / N * 1e3, median(commits) * 1e3))
-  return wall / N, cpu / N, median(commits)
+    .. "commit median %.3f ms", r, N, K, wall / N * 1e3, cpu / N * 1e3, stats.median(commits) * 1e3))
+  return wall / N, cpu / N, stats.median(commits)
 end
 
-print(string.format("load average %s", (fs.read("/proc/loadavg") or "?"):match("^(%S+ %S+ %S+)")))
+local machine = stats.machine()
+print("graph in " .. (os.getenv("TMPDIR") or "/tmp"))
 round(0) -- warm-up: connections, page cache
-local bw, bc, bm = math.huge, math.huge, math.huge
-for r = 1, R do
-  local w, cpu, m = round(r)
-  bw, bc, bm = math.min(bw, w), math.min(bc, cpu), math.min(bm, m)
-end
-print(string.format("best of %d: %.3f ms wall, %.3f ms engine CPU per node (targets 2 and 1); "
-  .. "commit median %.3f ms (target 0.5)", R, bw * 1e3, bc * 1e3, bm * 1e3))
+local ws, cs, ms = {}, {}, {}
+for r = 1, R do ws[r], cs[r], ms[r] = round(r) end
+print(string.format("per node: wall %s (target 2), engine CPU %s (target 1); commit median %s", stats.fmt(ws, 1e3, "ms"),
+  stats.fmt(cs, 1e3, "ms"), stats.fmt(ms, 1e3, "ms")))
+stats.report(machine)
 srv.stop()

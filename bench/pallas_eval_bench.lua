@@ -15,6 +15,7 @@ local task_lib = require "mk.services.task"
 local targets = require "mk.eval.targets"
 local pallas = targets.get("pallas")
 local eval = require "mk.eval"
+local stats = dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/stats.lua")
 
 local pool = tonumber(arg and arg[1]) or 1
 local rounds = tonumber(arg and arg[2]) or 2
@@ -29,6 +30,7 @@ pallas.on_result = function(sub, r)
   if sub == "run" then own = own + (r.compile_s or 0) + (r.calls_s or 0) end
 end
 
+local machine = stats.machine()
 local task = assert(targets.load_task(TASK))
 task.seeds, task.heldout_seeds = { 0 }, {}
 local tests = fs.tmpdir("mk-pallas-bench-tests")
@@ -56,12 +58,8 @@ for r = 1, rounds do
   end
   ev:close()
 end
-local function median(xs)
-  table.sort(xs)
-  local n = #xs
-  return n % 2 == 1 and xs[(n + 1) // 2] or (xs[n // 2] + xs[n // 2 + 1]) / 2
-end
-print(string.format("median per candidate: wall %.2f s, engine-side overhead %.2f s (pool %d; warm/cold steps %d/%d)",
-  median(walls), median(overheads), pool, pallas.pool_stats.warm, pallas.pool_stats.cold))
+print(string.format("per candidate: wall %s, engine-side overhead %s (goal 0.5 s; pool %d; warm/cold steps %d/%d)",
+  stats.fmt(walls, 1, "s"), stats.fmt(overheads, 1, "s"), pool, pallas.pool_stats.warm, pallas.pool_stats.cold))
 prep:close()
 fs.rm_rf(tests)
+stats.report(machine)

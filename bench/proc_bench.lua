@@ -6,30 +6,22 @@ local proc = require "mk.proc"
 local sandbox = require "mk.services.sandbox"
 local task = require "mk.services.task"
 local fs = require "mk.fs"
+local stats = dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/stats.lua")
 
 local n = math.tointeger(tonumber(arg and arg[1]) or 200)
 
-local function median(xs)
-  table.sort(xs)
-  local m = #xs // 2
-  if #xs % 2 == 1 then return xs[m + 1] end
-  return (xs[m] + xs[m + 1]) / 2
-end
-
 local function measure(label, count, fn)
   fn() -- warm-up (sandbox probe, page cache)
-  local per = {}
-  local t0 = task.now()
+  local per, cpu = {}, {}
   for i = 1, count do
-    local s = task.now()
+    local s, c = task.now(), os.clock()
     fn()
-    per[i] = task.now() - s
+    per[i], cpu[i] = task.now() - s, os.clock() - c
   end
-  local total = task.now() - t0
-  print(string.format("%-48s n=%-5d median %8.3f ms   mean %8.3f ms", label, count,
-    median(per) * 1e3, total / count * 1e3))
+  print(string.format("%-40s wall %s, engine CPU %s", label, stats.fmt(per, 1e3, "ms"), stats.fmt(cpu, 1e3, "ms")))
 end
 
+local machine = stats.machine()
 local work = fs.realpath(fs.tmpdir("proc-bench"))
 
 measure("io.popen('true') (sh -c + true), reference", n, function()
@@ -52,23 +44,29 @@ else
   print("sandbox: unavailable, skipped")
 end
 
--- Throughput with concurrency (what `--jobs` compiles see).
+-- Throughput with concurrency (what `--jobs` compiles see), 3 rounds each.
 for _, jobs in ipairs { 8, 50 } do
   local sem = task.semaphore(jobs)
-  local hs = {}
-  local t0 = task.now()
-  for i = 1, n do
-    hs[i] = task.spawn(function() return sem:with(proc.run, { argv = { "true" } }) end)
+  local per = {}
+  for r = 1, 3 do
+    local hs = {}
+    local t0 = task.now()
+    for i = 1, n do
+      hs[i] = task.spawn(function() return sem:with(proc.run, { argv = { "true" } }) end)
+    end
+    task.gather(hs)
+    per[r] = (task.now() - t0) / n
   end
-  task.gather(hs)
-  local total = task.now() - t0
-  print(string.format("%-48s n=%-5d %8.3f ms per process (%.0f processes/s)",
-    "proc.run true, " .. jobs .. " at a time", n, total / n * 1e3, n / total))
+  print(string.format("%-40s wall per process %s", "proc.run true, " .. jobs .. " at a time", stats.fmt(per, 1e3, "ms")))
 end
 
-local t0 = task.now()
-local r = proc.run { argv = { "head", "-c", "50000000", "/dev/zero" } }
-assert(#r.stdout == 50000000)
-print(string.format("%-48s %8.3f ms (process wall %.3f ms)", "50 MB of stdout captured", (task.now() - t0) * 1e3,
-  r.wall_s * 1e3))
+local caps = {}
+for i = 1, 3 do
+  local t0 = task.now()
+  local r = proc.run { argv = { "head", "-c", "50000000", "/dev/zero" } }
+  assert(#r.stdout == 50000000)
+  caps[i] = task.now() - t0
+end
+print(string.format("%-40s %s", "50 MB of stdout captured", stats.fmt(caps, 1e3, "ms")))
 fs.rm_rf(work)
+stats.report(machine)

@@ -10,6 +10,7 @@
 -- ("## CPU suite banks") come from this script.
 local fs = require "mk.fs"
 local eval = require "mk.eval"
+local stats = dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/stats.lua")
 
 local suite = arg[1] or "examples/suites/cpu"
 local min_time = tonumber(arg[2] or "") or 0.5
@@ -28,6 +29,7 @@ for _, n in ipairs(fs.list(suite)) do
 end
 table.sort(names)
 
+local machine = stats.machine()
 print(string.format("suite %s, bench min_time %.2f s, %s", suite, min_time, os.date("!%Y-%m-%d %H:%M UTC")))
 print("")
 print("| task | kernel | expect | verdict | latency ms | baseline ms | speedup |")
@@ -62,3 +64,4 @@ for _, name in ipairs(names) do
 end
 print("")
 print(string.format("%d of %d kernels met their expect", met, total))
+stats.report(machine)

@@ -13,6 +13,7 @@ local task = require "mk.services.task"
 local pool_lib = require "mk.eval.pool"
 local eval = require "mk.eval"
 local daemons = dofile("tests/lua/lib/daemons.lua")
+local stats = dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/stats.lua")
 
 local N = tonumber(arg and arg[1]) or 50
 local QUEUE = tonumber(arg and arg[2]) or 8
@@ -28,17 +29,8 @@ local function workers_file(name, body)
   return p
 end
 
-local function pct(xs, q)
-  table.sort(xs)
-  return xs[math.max(1, math.floor(q * #xs + 0.5))]
-end
-
-local function load_avg()
-  local s = fs.read("/proc/loadavg") or ""
-  return s:match("^(%S+ %S+ %S+)") or "?"
-end
-
-print(string.format("workers bench: %d round trips, queue of %d; load average %s", N, QUEUE, load_avg()))
+local machine = stats.machine()
+print(string.format("workers bench: %d round trips, queue of %d", N, QUEUE))
 
 local sshd = assert(daemons.sshd(tmp .. "/sshd"))
 
@@ -54,9 +46,9 @@ local function roundtrips(label, wfile)
   for i = 1, N do
     local t0 = task.now()
     pool:request(ev.task, "evaluate", files, { tune = false }, eo)
-    ts[i] = (task.now() - t0) * 1e3
+    ts[i] = task.now() - t0
   end
-  print(string.format("%-34s median %.2f ms  p90 %.2f ms  min %.2f ms", label, pct(ts, 0.5), pct(ts, 0.9), pct(ts, 0.0)))
+  print(string.format("%-34s %s, p90 %.2f ms", label, stats.fmt(ts, 1e3, "ms"), stats.quantile(ts, 0.9) * 1e3))
   pool:close()
 end
 
@@ -82,8 +74,8 @@ do
     assert(rev:evaluate(SRC .. "\n// remote " .. i .. "\n", { tune = false }).status == "ok")
     tr[i] = task.now() - t0
   end
-  print(string.format("%-34s local median %.3f s, ssh worker median %.3f s (5 each, interleaved)",
-    "one evaluation (compile+test+bench)", pct(tl, 0.5), pct(tr, 0.5)))
+  print(string.format("%-34s local %s, ssh worker %s (interleaved)",
+    "one evaluation (compile+test+bench)", stats.fmt(tl, 1, "s"), stats.fmt(tr, 1, "s")))
   ev:close()
   pool:close()
 end
@@ -110,4 +102,4 @@ end
 
 sshd.stop()
 fs.rm_rf(tmp)
-print("load average at the end " .. load_avg())
+stats.report(machine)

@@ -24,3 +24,19 @@ if(NOT MK_SANITIZE)
       ENVIRONMENT "MKENGINE_HOME=${CMAKE_SOURCE_DIR};MKENGINE_BUILD=${CMAKE_BINARY_DIR};MKENGINE_CACHE=${CMAKE_BINARY_DIR}/test-cache")
   endforeach()
 endif()
+
+# Pages in a real browser: tests/browser/test_<page>.py (Debian's chromium,
+# chromium-driver and python3-selenium, scripts/packages/ui.txt), named
+# browser/<page>. Debian's python3 on purpose: the selenium it runs is the
+# packaged one.
+if(NOT MK_SANITIZE)
+  file(GLOB MK_BROWSER_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/browser/test_*.py)
+  foreach(src ${MK_BROWSER_TESTS})
+    get_filename_component(name ${src} NAME_WE)
+    string(REGEX REPLACE "^test_" "" page ${name})
+    add_test(NAME browser/${page} COMMAND /usr/bin/python3 ${src})
+    set_tests_properties(browser/${page} PROPERTIES TIMEOUT 2400
+      WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
+      ENVIRONMENT "MKENGINE_HOME=${CMAKE_SOURCE_DIR};MKENGINE_BUILD=${CMAKE_BINARY_DIR}")
+  endforeach()
+endif()

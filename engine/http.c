@@ -12,6 +12,7 @@
  * callback may itself wait on engine primitives. `http.request{...}` is a
  * few lines of Lua over these (see LUA_WRAPPER at the end). */
 #include "mk.h"
+#include "opts.h"
 #include "buf.h"
 
 #include <curl/curl.h>
@@ -373,26 +374,6 @@ static void xfer_close(xfer *x) {
 
 /* ---- Lua: open ------------------------------------------------------------ */
 
-static double opt_number(lua_State *L, int t, const char *k, double def) {
-  double v = def;
-  if (lua_getfield(L, t, k) != LUA_TNIL) {
-    if (!lua_isnumber(L, -1)) luaL_error(L, "mk.http.request: option '%s' must be a number", k);
-    v = lua_tonumber(L, -1);
-  }
-  lua_pop(L, 1);
-  return v;
-}
-
-static const char *opt_string(lua_State *L, int t, const char *k, size_t *len) {
-  const char *v = NULL;
-  if (lua_getfield(L, t, k) != LUA_TNIL) {
-    if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "mk.http.request: option '%s' must be a string", k);
-    v = lua_tolstring(L, -1, len);
-  }
-  lua_pop(L, 1); /* the string stays alive in the options table */
-  return v;
-}
-
 static long to_ms(double s) { return s <= 0 ? 0 : (long)ceil(s * 1000.0); }
 
 /* open{method, url, headers, body, timeout, connect_timeout, stall_timeout,
@@ -400,15 +381,15 @@ static long to_ms(double s) { return s <= 0 ? 0 : (long)ceil(s * 1000.0); }
 static int l_open(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   if (!lua_isyieldable(L)) return luaL_error(L, "mk.http.request: must be called inside a task");
-  const char *url = opt_string(L, 1, "url", NULL);
+  const char *url = mk_opt_string(L, 1, "url", NULL, "mk.http.request");
   if (!url) return luaL_error(L, "mk.http.request: option 'url' is required");
-  const char *method = opt_string(L, 1, "method", NULL);
+  const char *method = mk_opt_string(L, 1, "method", NULL, "mk.http.request");
   size_t body_len = 0;
-  const char *body = opt_string(L, 1, "body", &body_len);
-  double timeout = opt_number(L, 1, "timeout", 0);
-  double connect_timeout = opt_number(L, 1, "connect_timeout", 30);
-  double stall_s = opt_number(L, 1, "stall_timeout", 0);
-  double max_bytes = opt_number(L, 1, "max_response_bytes", 0);
+  const char *body = mk_opt_string(L, 1, "body", &body_len, "mk.http.request");
+  double timeout = mk_opt_number(L, 1, "timeout", 0, "mk.http.request");
+  double connect_timeout = mk_opt_number(L, 1, "connect_timeout", 30, "mk.http.request");
+  double stall_s = mk_opt_number(L, 1, "stall_timeout", 0, "mk.http.request");
+  double max_bytes = mk_opt_number(L, 1, "max_response_bytes", 0, "mk.http.request");
   lua_getfield(L, 1, "lines");
   int want_lines = lua_toboolean(L, -1);
   lua_getfield(L, 1, "follow");

@@ -56,6 +56,13 @@ int mk_runtime_run_main(mk_runtime *rt, int nargs);
 
 /* Engine home: the directory holding lua/, kb/, targets/, examples/. */
 const char *mk_home(lua_State *L);
+/* The directory of the running executable ("" when unknown). */
+const char *mk_exe_dir(void);
+/* A helper program that belongs to the running engine, found relative to
+ * its executable: <exe_dir>/<build_rel> (a build tree, whatever its name)
+ * or <exe_dir>/../<install_rel> (installed under a prefix). Either may be
+ * NULL. 0 with the path in out, -1 when neither is an executable file. */
+int mk_find_helper(const char *build_rel, const char *install_rel, char *out, size_t cap);
 /* The libuv loop of the engine that owns L (any thread of it). */
 uv_loop_t *mk_loop(lua_State *L);
 /* The engine's main thread: use it (not a coroutine) for registry work in

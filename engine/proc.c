@@ -1,5 +1,5 @@
-/* proc.c: `mk.proc`, subprocesses for the engine: uv_spawn behind the
- * mk-exec wrapper (engine/exec/mk-exec.c), which gives the child its own
+/* proc.c: `mk.proc`, subprocesses for the engine: posix_spawn (launch.c,
+ * a cost independent of the engine's size) of the mk-exec wrapper (engine/exec/mk-exec.c), which gives the child its own
  * process group, resource limits and exact rusage. One op per run; the op
  * finishes only after the wrapper exited and stdout, stderr and the report
  * socket reached EOF (or were closed after a grace period), so no handle
@@ -10,6 +10,8 @@
  * sandbox's command line is built in Lua (mk.services.sandbox.apply) and arrives
  * here as a plain argv. */
 #include "mk.h"
+#include "opts.h"
+#include "launch.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -36,14 +38,14 @@ enum { PH_RUN, PH_KILL, PH_EOF };
 
 typedef struct {
   mk_op op;
-  uv_process_t proc;
+  mk_proc proc; /* the wrapper */
   uv_pipe_t in, out, err, rep;
   uv_timer_t timer;
   uv_write_t wreq;
   int handles;   /* open handles; the op finishes when this reaches 0 */
   int phase;
   int spawned, exited, timed_out, stopping;
-  int spawn_err; /* uv error from uv_spawn */
+  int spawn_err; /* uv error from mk_spawn */
   int64_t exit_status;
   int term_signal;
   int64_t child_pid;
@@ -125,9 +127,9 @@ static void on_timer(uv_timer_t *t);
 /* The child's group dies at once; SIGTERM asks the wrapper to kill the
  * descendants that left the group (it is their subreaper), reap them all
  * and still report rusage. */
-static void tree_term(uv_process_t *wrapper, int64_t child_pid, uv_timer_t *grace, uv_timer_cb cb) {
+static void tree_term(const mk_proc *wrapper, int64_t child_pid, uv_timer_t *grace, uv_timer_cb cb) {
   if (child_pid > 0) kill(-(pid_t)child_pid, SIGKILL);
-  uv_process_kill(wrapper, SIGTERM);
+  if (wrapper->pid > 0) kill(wrapper->pid, SIGTERM); /* not reaped yet: still ours */
   uv_timer_start(grace, cb, KILL_GRACE_MS, 0);
 }
 
@@ -168,8 +170,8 @@ static void on_timer(uv_timer_t *t) {
   }
 }
 
-static void on_proc_exit(uv_process_t *p, int64_t status, int sig) {
-  proc_op *o = p->data;
+static void on_proc_exit(mk_proc *p, int64_t status, int sig) {
+  proc_op *o = p->sig.data;
   o->t1 = uv_hrtime();
   o->exited = 1;
   o->exit_status = status;
@@ -329,9 +331,13 @@ static const mk_op_vt proc_vt = {"proc.run", proc_results, proc_cancel, proc_fre
 
 /* ---- arguments ---------------------------------------------------------- */
 
+/* $MKENGINE_EXEC, else the mk-exec beside the running engine (its build
+ * tree or install prefix: runtime.c), else the paths compiled in. */
 static const char *exec_path(void) {
   const char *e = getenv("MKENGINE_EXEC");
   if (e && *e) return e;
+  static char near_exe[PATH_MAX];
+  if (mk_find_helper("engine/exec/mk-exec", "libexec/mkengine/mk-exec", near_exe, sizeof near_exe) == 0) return near_exe;
 #ifdef MK_EXEC_PATH
   if (access(MK_EXEC_PATH, X_OK) == 0) return MK_EXEC_PATH;
 #endif
@@ -363,29 +369,6 @@ static int resolve(const char *prog, const char *cwd, const char *path) {
     s = c + 1;
   }
   return -ENOENT;
-}
-
-static const char *opt_string(lua_State *L, int t, const char *k) {
-  int ty = lua_getfield(L, t, k);
-  const char *s = NULL;
-  if (ty != LUA_TNIL) {
-    if (ty != LUA_TSTRING) luaL_error(L, "proc: '%s' must be a string", k);
-    s = lua_tostring(L, -1);
-  }
-  lua_pop(L, 1); /* the string stays alive: it is referenced by the table */
-  return s;
-}
-
-static double opt_number(lua_State *L, int t, const char *k, double dflt) {
-  int ty = lua_getfield(L, t, k);
-  double v = dflt;
-  if (ty != LUA_TNIL) {
-    if (!lua_isnumber(L, -1)) luaL_error(L, "proc: '%s' must be a number", k);
-    v = lua_tonumber(L, -1);
-    if (v < 0) luaL_error(L, "proc: '%s' must not be negative", k);
-  }
-  lua_pop(L, 1);
-  return v;
 }
 
 /* Names of inherited variables kept from sandboxed code: API keys and the
@@ -505,7 +488,7 @@ static int parse_spec(lua_State *L, spec *sp) {
   lua_geti(L, argt, 1);
   const char *prog = luaL_checkstring(L, -1); /* stays on the stack */
   sp->prog = prog;
-  sp->cwd = opt_string(L, 1, "cwd");
+  sp->cwd = mk_opt_string(L, 1, "cwd", NULL, fn);
   long lim[4] = {0, 0, 0, 0};
   static const char *const lim_names[4] = {"mem_mb", "cpu_s", "nproc", "fsize_mb"};
   static const char *const lim_flags[4] = {"-m", "-c", "-n", "-f"};
@@ -513,7 +496,7 @@ static int parse_spec(lua_State *L, spec *sp) {
   if (ty == LUA_TTABLE) {
     int limt = lua_gettop(L);
     for (int i = 0; i < 4; i++) {
-      double v = opt_number(L, limt, lim_names[i], 0);
+      double v = mk_opt_nonneg(L, limt, lim_names[i], 0, fn);
       lim[i] = v > 0 && v < 1 ? 1 : (long)(v + 0.999999);
     }
   } else if (ty != LUA_TNIL) {
@@ -564,6 +547,64 @@ static int parse_spec(lua_State *L, spec *sp) {
   return 0;
 }
 
+/* Start the wrapper of a parsed spec with posix_spawn (engine/launch.c: a
+ * cost independent of the engine's size): stdin from `in` (NULL: /dev/null,
+ * or the engine's own stdin with inherit_in), stdout, stderr and the report
+ * socket into out, err, rep. Returns 0 or a libuv error code. */
+static int start_wrapper(uv_loop_t *loop, mk_proc *p, const spec *sp, uv_pipe_t *in, int inherit_in,
+                         uv_pipe_t *out, uv_pipe_t *err, uv_pipe_t *rep, void *data, mk_proc_exit_cb cb) {
+  mk_spawn_options so = {.file = sp->helper, .args = sp->args, .env = sp->env, .cwd = sp->cwd,
+                         .stdio_count = 4, .data = data, .exit_cb = cb};
+  so.stdio[0].mode = in ? MK_STDIO_READ : inherit_in ? MK_STDIO_INHERIT : MK_STDIO_NULL;
+  so.stdio[0].pipe = in;
+  so.stdio[1].mode = so.stdio[2].mode = so.stdio[3].mode = MK_STDIO_WRITE;
+  so.stdio[1].pipe = out;
+  so.stdio[2].pipe = err;
+  so.stdio[3].pipe = rep;
+  return mk_spawn(loop, p, &so);
+}
+
+/* The op of a run with its timer and pipes initialised (stdin only when
+ * there is input to deliver). */
+static proc_op *new_run_op(lua_State *L, const char *prog, double max_output, int with_stdin) {
+  proc_op *o = mk_op_new(L, sizeof *o, &proc_vt);
+  uv_loop_t *loop = mk_loop(L);
+  o->prog = strdup(prog);
+  o->ob.max = o->eb.max = (size_t)max_output;
+  o->rb.max = 4096;
+  uv_timer_init(loop, &o->timer);
+  uv_pipe_init(loop, &o->out, 0);
+  uv_pipe_init(loop, &o->err, 0);
+  uv_pipe_init(loop, &o->rep, 0);
+  o->timer.data = o->out.data = o->err.data = o->rep.data = o;
+  o->handles = 4;
+  if (with_stdin) {
+    uv_pipe_init(loop, &o->in, 0);
+    o->in.data = o;
+    o->handles++;
+  }
+  return o;
+}
+
+/* Hand the child its input (a copy: the Lua string may go) and close its
+ * stdin after it, or at once when there is none. */
+static void send_stdin(proc_op *o, const char *data, size_t len) {
+  if (len == 0) {
+    close_handle(o, (uv_handle_t *)&o->in);
+    return;
+  }
+  o->stdin_data = malloc(len);
+  if (!o->stdin_data) {
+    close_handle(o, (uv_handle_t *)&o->in);
+    return;
+  }
+  memcpy(o->stdin_data, data, len);
+  o->stdin_len = len;
+  uv_buf_t b = uv_buf_init(o->stdin_data, (unsigned)len);
+  o->wreq.data = o;
+  if (uv_write(&o->wreq, (uv_stream_t *)&o->in, &b, 1, on_write) < 0) close_handle(o, (uv_handle_t *)&o->in);
+}
+
 /* proc.run{argv, cwd, env, clear_env, stdin, timeout, max_output, limits,
  * scrub_env, give_cwd, switches_user} -> result | nil, {kind = "spawn", message} */
 static int l_run(lua_State *L) {
@@ -574,58 +615,16 @@ static int l_run(lua_State *L) {
   int ty = lua_getfield(L, 1, "stdin"); /* index 2 */
   if (ty == LUA_TSTRING) stdin_data = lua_tolstring(L, -1, &stdin_len);
   else if (ty != LUA_TNIL) return luaL_error(L, "proc.run: 'stdin' must be a string");
-  double timeout = opt_number(L, 1, "timeout", 0);
-  double max_output = opt_number(L, 1, "max_output", (double)DEFAULT_MAX_OUTPUT);
+  double timeout = mk_opt_nonneg(L, 1, "timeout", 0, "proc.run");
+  double max_output = mk_opt_nonneg(L, 1, "max_output", (double)DEFAULT_MAX_OUTPUT, "proc.run");
   if (max_output > (double)((size_t)1 << 40)) max_output = (double)((size_t)1 << 40);
   spec sp = {.fn = "proc.run"};
   if (parse_spec(L, &sp)) return 2;
-  const char *prog = sp.prog, *cwd = sp.cwd, *helper = sp.helper;
-  char **args = sp.args, **env = sp.env;
-  int r;
 
-  proc_op *o = mk_op_new(L, sizeof *o, &proc_vt);
-  uv_loop_t *loop = mk_loop(L);
-  o->prog = strdup(prog);
-  o->ob.max = o->eb.max = (size_t)max_output;
-  o->rb.max = 4096;
-  uv_timer_init(loop, &o->timer);
-  o->timer.data = o;
-  o->handles = 1;
-  uv_pipe_init(loop, &o->out, 0);
-  uv_pipe_init(loop, &o->err, 0);
-  uv_pipe_init(loop, &o->rep, 0);
-  o->out.data = o->err.data = o->rep.data = o;
-  o->handles += 3;
-  uv_stdio_container_t stdio[4];
-  if (stdin_data) {
-    uv_pipe_init(loop, &o->in, 0);
-    o->in.data = o;
-    o->handles++;
-    stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
-    stdio[0].data.stream = (uv_stream_t *)&o->in;
-  } else {
-    stdio[0].flags = UV_IGNORE;
-  }
-  stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-  stdio[1].data.stream = (uv_stream_t *)&o->out;
-  stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-  stdio[2].data.stream = (uv_stream_t *)&o->err;
-  stdio[3].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-  stdio[3].data.stream = (uv_stream_t *)&o->rep;
-
-  uv_process_options_t opts;
-  memset(&opts, 0, sizeof opts);
-  opts.file = helper;
-  opts.args = args;
-  opts.env = env;
-  opts.cwd = cwd;
-  opts.flags = UV_PROCESS_DETACHED;
-  opts.stdio_count = 4;
-  opts.stdio = stdio;
-  opts.exit_cb = on_proc_exit;
-  o->proc.data = o;
+  proc_op *o = new_run_op(L, sp.prog, max_output, stdin_data != NULL);
   o->t0 = uv_hrtime();
-  r = uv_spawn(loop, &o->proc, &opts);
+  int r = start_wrapper(mk_loop(L), &o->proc, &sp, stdin_data ? &o->in : NULL, 0, &o->out, &o->err, &o->rep, o,
+                        on_proc_exit);
   o->handles++; /* the process handle must be closed even if spawn failed */
   if (r < 0) {
     o->spawn_err = r;
@@ -640,18 +639,7 @@ static int l_run(lua_State *L) {
   uv_read_start((uv_stream_t *)&o->out, on_alloc, on_read);
   uv_read_start((uv_stream_t *)&o->err, on_alloc, on_read);
   uv_read_start((uv_stream_t *)&o->rep, on_alloc, on_read);
-  if (stdin_data) {
-    if (stdin_len > 0) {
-      o->stdin_data = malloc(stdin_len);
-      memcpy(o->stdin_data, stdin_data, stdin_len);
-      o->stdin_len = stdin_len;
-      uv_buf_t b = uv_buf_init(o->stdin_data, (unsigned)stdin_len);
-      o->wreq.data = o;
-      if (uv_write(&o->wreq, (uv_stream_t *)&o->in, &b, 1, on_write) < 0) close_handle(o, (uv_handle_t *)&o->in);
-    } else {
-      close_handle(o, (uv_handle_t *)&o->in);
-    }
-  }
+  if (stdin_data) send_stdin(o, stdin_data, stdin_len);
   if (timeout > 0) {
     o->phase = PH_RUN;
     uv_timer_start(&o->timer, on_timer, (uint64_t)(timeout * 1000 + 0.5), 0);
@@ -689,7 +677,7 @@ typedef struct {
 } child_op;
 
 struct child {
-  uv_process_t proc;
+  mk_proc proc; /* the wrapper */
   uv_pipe_t in, out, err, rep;
   uv_timer_t timer;
   int handles;     /* handles not yet closed */
@@ -822,8 +810,8 @@ static void child_on_timer(uv_timer_t *t) {
   }
 }
 
-static void child_on_exit(uv_process_t *p, int64_t status, int sig) {
-  child *c = p->data;
+static void child_on_exit(mk_proc *p, int64_t status, int sig) {
+  child *c = p->sig.data;
   c->t1 = uv_hrtime();
   c->exited = 1;
   c->exit_status = status;
@@ -1108,21 +1096,11 @@ static int c_gc(lua_State *L) {
   return 0;
 }
 
-/* proc.spawn{argv, cwd, env, clear_env, limits, max_stderr, stdin, scrub_env,
- * give_cwd, switches_user} -> handle | nil, {kind = "spawn", message}.
- * Does not wait: may be called outside a task (its handle's waits may not). */
-static int l_spawn(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
-  lua_settop(L, 1);
-  double max_stderr = opt_number(L, 1, "max_stderr", (double)DEFAULT_MAX_STDERR);
-  const char *in_mode = opt_string(L, 1, "stdin");
-  int inherit_in = in_mode && strcmp(in_mode, "inherit") == 0;
-  if (in_mode && !inherit_in) return luaL_error(L, "proc.spawn: 'stdin' may only be \"inherit\"");
-  spec sp = {.fn = "proc.spawn"};
-  if (parse_spec(L, &sp)) return 2;
-  uv_loop_t *loop = mk_loop(L);
+/* A child's state with its timer and pipes initialised; the process handle
+ * is initialised by the start (mk_spawn), which counts as its sixth. */
+static child *new_child(uv_loop_t *loop, double max_stderr) {
   child *c = calloc(1, sizeof *c);
-  if (!c) return luaL_error(L, "proc.spawn: out of memory");
+  if (!c) return NULL;
   c->ob.max = (size_t)1 << 40;
   c->eb.max = (size_t)max_stderr;
   c->rb.max = 4096;
@@ -1131,34 +1109,29 @@ static int l_spawn(lua_State *L) {
   uv_pipe_init(loop, &c->out, 0);
   uv_pipe_init(loop, &c->err, 0);
   uv_pipe_init(loop, &c->rep, 0);
-  c->timer.data = c->in.data = c->out.data = c->err.data = c->rep.data = c->proc.data = c;
+  c->timer.data = c->in.data = c->out.data = c->err.data = c->rep.data = c;
   c->handles = 6;
-  uv_stdio_container_t stdio[4];
-  if (inherit_in) {
-    stdio[0].flags = UV_INHERIT_FD;
-    stdio[0].data.fd = 0;
-  } else {
-    stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
-    stdio[0].data.stream = (uv_stream_t *)&c->in;
-  }
-  stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-  stdio[1].data.stream = (uv_stream_t *)&c->out;
-  stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-  stdio[2].data.stream = (uv_stream_t *)&c->err;
-  stdio[3].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-  stdio[3].data.stream = (uv_stream_t *)&c->rep;
-  uv_process_options_t opts;
-  memset(&opts, 0, sizeof opts);
-  opts.file = sp.helper;
-  opts.args = sp.args;
-  opts.env = sp.env;
-  opts.cwd = sp.cwd;
-  opts.flags = UV_PROCESS_DETACHED;
-  opts.stdio_count = 4;
-  opts.stdio = stdio;
-  opts.exit_cb = child_on_exit;
+  return c;
+}
+
+/* proc.spawn{argv, cwd, env, clear_env, limits, max_stderr, stdin, scrub_env,
+ * give_cwd, switches_user} -> handle | nil, {kind = "spawn", message}.
+ * Does not wait: may be called outside a task (its handle's waits may not). */
+static int l_spawn(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  double max_stderr = mk_opt_nonneg(L, 1, "max_stderr", (double)DEFAULT_MAX_STDERR, "proc.spawn");
+  const char *in_mode = mk_opt_string(L, 1, "stdin", NULL, "proc.spawn");
+  int inherit_in = in_mode && strcmp(in_mode, "inherit") == 0;
+  if (in_mode && !inherit_in) return luaL_error(L, "proc.spawn: 'stdin' may only be \"inherit\"");
+  spec sp = {.fn = "proc.spawn"};
+  if (parse_spec(L, &sp)) return 2;
+  uv_loop_t *loop = mk_loop(L);
+  child *c = new_child(loop, max_stderr);
+  if (!c) return luaL_error(L, "proc.spawn: out of memory");
   c->t0 = uv_hrtime();
-  int r = uv_spawn(loop, &c->proc, &opts);
+  int r = start_wrapper(loop, &c->proc, &sp, inherit_in ? NULL : &c->in, inherit_in, &c->out, &c->err, &c->rep, c,
+                        child_on_exit);
   if (r < 0) {
     /* nothing to wait for: close everything; the last close frees c */
     c->exited = c->complete = 0;

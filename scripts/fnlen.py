@@ -15,9 +15,11 @@ is for a function that is long for a reason stated there. It hides nothing:
 an allowed function is still printed, marked "allowed", and an entry that no
 longer matches a function over the limit is an error (a stale excuse).
 
-Usage: scripts/fnlen.py [--limit N] [--top N] [--report] [PATH...]
+Usage: scripts/fnlen.py [--limit N] [--top N] [--report] [--files] [PATH...]
   --report  print only, exit 0 (the test command's mode until every long
             function is split)
+  --files   measure the PATHs as given (files, tracked or not), not the
+            files git tracks below them
 Exit: 0 none over the limit (or --report), 1 some over it, 2 usage error.
 """
 import argparse
@@ -32,6 +34,11 @@ DEFAULT_DIRS = ["engine", "lua", "targets"]
 ALLOW_FILE = os.path.join(ROOT, "scripts", "fnlen-allow.txt")
 C_EXT = (".c", ".h")
 C_KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "do", "else"}
+
+
+def usage_error(msg):
+    print("fnlen: " + msg, file=sys.stderr)
+    sys.exit(2)
 
 
 def blank_c(text):
@@ -132,7 +139,7 @@ LUA_NAME = [
 def lua_functions(path):
     run = subprocess.run(["luac5.4", "-p", "-l", "-l", path], capture_output=True, text=True)
     if run.returncode != 0:
-        raise SystemExit("fnlen: luac5.4 cannot read %s: %s" % (path, run.stderr.strip()))
+        usage_error("luac5.4 cannot read %s: %s" % (path, run.stderr.strip()))
     with open(path, encoding="utf-8", errors="replace") as f:
         lines = f.read().split("\n")
     found = []
@@ -161,19 +168,22 @@ def python_functions(path):
 
 
 def measure(path):
-    if path.endswith(C_EXT):
-        return c_functions(path)
-    if path.endswith(".lua"):
-        return lua_functions(path)
-    if path.endswith(".py"):
-        return python_functions(path)
+    try:
+        if path.endswith(C_EXT):
+            return c_functions(path)
+        if path.endswith(".lua"):
+            return lua_functions(path)
+        if path.endswith(".py"):
+            return python_functions(path)
+    except (OSError, SyntaxError) as e:
+        usage_error("cannot measure %s: %s" % (path, e))
     return []
 
 
 def tracked_files(paths):
     run = subprocess.run(["git", "-C", ROOT, "ls-files", "--"] + paths, capture_output=True, text=True)
     if run.returncode != 0:
-        raise SystemExit("fnlen: git ls-files failed: " + run.stderr.strip())
+        usage_error("git ls-files failed: " + run.stderr.strip())
     return [p for p in run.stdout.split("\n") if p.endswith(C_EXT + (".lua", ".py"))]
 
 
@@ -188,7 +198,7 @@ def read_allow(path):
                 continue
             key, _, reason = line.partition(" ")
             if ":" not in key or not reason.strip():
-                raise SystemExit("fnlen: %s:%d: want `path:function  reason`" % (path, no))
+                usage_error("%s:%d: want `path:function  reason`" % (path, no))
             allow[key] = reason.strip()
     return allow
 
@@ -198,14 +208,15 @@ def main(argv):
     ap.add_argument("--limit", type=int, default=80)
     ap.add_argument("--top", type=int, default=15, help="how many of the longest to print")
     ap.add_argument("--report", action="store_true", help="print only; exit 0")
-    ap.add_argument("--allow", default=ALLOW_FILE, help=argparse.SUPPRESS)
+    ap.add_argument("--files", action="store_true", help="measure the given files as they are")
+    ap.add_argument("--allow", default=ALLOW_FILE, help="the allow-list file")
     ap.add_argument("paths", nargs="*", default=DEFAULT_DIRS)
     args = ap.parse_args(argv)
 
     rows = []
-    files = tracked_files(args.paths)
+    files = args.paths if args.files else tracked_files(args.paths)
     for rel in files:
-        for name, first, last in measure(os.path.join(ROOT, rel)):
+        for name, first, last in measure(rel if args.files else os.path.join(ROOT, rel)):
             rows.append((last - first + 1, rel, name, first))
     rows.sort(key=lambda r: (-r[0], r[1], r[3]))
     allow = read_allow(args.allow)
@@ -223,8 +234,9 @@ def main(argv):
     # an entry is stale when its file was measured (or is gone) and it names
     # no function over the limit
     measured = set(files)
-    stale = sorted(k for k in allow if k not in over_keys and (k.split(":")[0] in measured
-                                                               or not os.path.exists(os.path.join(ROOT, k.split(":")[0]))))
+    def gone(path):
+        return not os.path.exists(path if args.files else os.path.join(ROOT, path))
+    stale = sorted(k for k in allow if k not in over_keys and (k.split(":")[0] in measured or gone(k.split(":")[0])))
     for k in stale:
         print("fnlen: allow-list entry %s matches no function over %d lines; remove it" % (k, args.limit))
     print("fnlen: %d functions measured, %d over %d lines (%d allowed)"

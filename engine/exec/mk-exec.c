@@ -2,10 +2,12 @@
  *
  *   mk-exec [-m MEM_MB] [-c CPU_S] [-n NPROC] [-f FSIZE_MB] [-w] [-u] -- PROGRAM ARGS...
  *
- * libuv spawns this program as a session leader (UV_PROCESS_DETACHED) with
- * the child's stdin/stdout/stderr on fds 0-2 and a report socket on fd 3.
- * It exists because libuv has no pre-exec hook and its exit callback has no
- * rusage. It:
+ * An unknown option or a missing PROGRAM exits 125 ("usage" on fd 3).
+ *
+ * The engine starts this program (engine/launch.c, posix_spawn) in a
+ * session of its own with the child's stdin/stdout/stderr on fds 0-2 and a
+ * report socket on fd 3. It exists because a start without fork() has no
+ * pre-exec hook and an exit status carries no rusage. It:
  *   - forks the real child into a process group of its own (pgid = its pid),
  *     sets the resource limits there, then execs PROGRAM;
  *   - is a child subreaper, so descendants that double-fork or setsid are
@@ -39,6 +41,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -159,35 +162,148 @@ static void set_limit(int res, rlim_t soft, rlim_t hard) {
   setrlimit(res, &rl);
 }
 
-static long opt_num(const char *s, const char *what) {
+static long opt_num(const char *s, int flag) {
   char *end;
   long v = strtol(s, &end, 10);
   if (*s == 0 || *end || v < 0) {
-    report("usage invalid %s\n", what);
+    fprintf(stderr, "mk-exec: option -%c wants a number >= 0, not '%s'\n", flag, s);
+    report("usage invalid -%c\n", flag);
     _exit(125);
   }
   return v;
 }
 
+typedef struct {
+  long mem_mb, cpu_s, nproc, fsize_mb;
+  int give_cwd, drop;
+  char **argv; /* PROGRAM ARGS... */
+} options;
+
+static int usage(void) {
+  fprintf(stderr, "usage: mk-exec [-m MB] [-c S] [-n N] [-f MB] [-w] [-u] -- PROGRAM ARGS...\n");
+  report("usage\n");
+  return 125;
+}
+
+/* Options end at "--" or at the first non-option ("+": no permuting, so the
+ * program's own options are never read as ours); an unknown option or a
+ * missing program is a usage error (125), never a program to run. */
+static int parse_options(int argc, char **argv, options *o) {
+  int c;
+  opterr = 1;
+  while ((c = getopt(argc, argv, "+m:c:n:f:wu")) != -1) {
+    switch (c) {
+      case 'm': o->mem_mb = opt_num(optarg, c); break;
+      case 'c': o->cpu_s = opt_num(optarg, c); break;
+      case 'n': o->nproc = opt_num(optarg, c); break;
+      case 'f': o->fsize_mb = opt_num(optarg, c); break;
+      case 'w': o->give_cwd = 1; break;
+      case 'u': o->drop = 1; break;
+      default: return -1;
+    }
+  }
+  if (optind >= argc) return -1;
+  o->argv = argv + optind;
+  return 0;
+}
+
+/* Every signal back to its default. posix_spawn (the engine's start) leaves
+ * glibc's two internal signals ignored, which glibc's signal calls cannot
+ * undo; an all-zero kernel sigaction is SIG_DFL on every architecture. */
+static void default_signals(void) {
+  unsigned long dfl[4] = {0, 0, 0, 0};
+  for (int sig = 1; sig < 65; sig++)
+    if (sig != SIGKILL && sig != SIGSTOP) syscall(SYS_rt_sigaction, sig, dfl, NULL, 8);
+}
+
+/* Report an errno on the exec pipe and die: the parent turns it into
+ * "exec <errno>" (nothing ran). */
+static void exec_failed(int ep) {
+  int e = errno;
+  if (write(ep, &e, sizeof e) < 0) _exit(127);
+  _exit(127);
+}
+
+/* In the forked child: its own group, its limits, maybe nobody, then exec. */
+static void run_child(const options *o, const sigset_t *old, int ep) {
+  setpgid(0, 0);
+  default_signals();
+  sigprocmask(SIG_SETMASK, old, NULL);
+  set_limit(RLIMIT_CORE, 0, 0);
+  if (o->mem_mb) set_limit(RLIMIT_AS, (rlim_t)o->mem_mb << 20, (rlim_t)o->mem_mb << 20);
+  if (o->cpu_s) set_limit(RLIMIT_CPU, (rlim_t)o->cpu_s, (rlim_t)o->cpu_s + 1);
+  if (o->fsize_mb) set_limit(RLIMIT_FSIZE, (rlim_t)o->fsize_mb << 20, (rlim_t)o->fsize_mb << 20);
+  if (o->nproc) set_limit(RLIMIT_NPROC, (rlim_t)o->nproc, (rlim_t)o->nproc);
+  if (geteuid() == 0 && o->give_cwd) nftw(".", give_to_nobody, 16, FTW_PHYS);
+  if (geteuid() == 0 && o->drop && (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0))
+    exec_failed(ep);
+  execvp(o->argv[0], o->argv);
+  exec_failed(ep);
+}
+
+/* Fork and exec the child; report its pid, then whether its exec failed. */
+static int start_child(const options *o, const sigset_t *old) {
+  int ep[2];
+  if (pipe2(ep, O_CLOEXEC) < 0) return -1;
+  child = fork();
+  if (child < 0) return -1;
+  if (child == 0) run_child(o, old, ep[1]);
+  setpgid(child, child); /* both sides, so no kill can find it in our group */
+  close(ep[1]);
+  report("pid %d\n", (int)child);
+  int e;
+  ssize_t n;
+  while ((n = read(ep[0], &e, sizeof e)) < 0 && errno == EINTR) {}
+  close(ep[0]);
+  if (n == (ssize_t)sizeof e) report("exec %d\n", e);
+  return 0;
+}
+
+/* Only the child and its descendants may hold the output pipes now. */
+static void release_stdio(void) {
+  int dn = open("/dev/null", O_RDWR);
+  if (dn < 0) return;
+  dup2(dn, 0);
+  dup2(dn, 1);
+  dup2(dn, 2);
+  if (dn > 2) close(dn);
+}
+
+/* Wait for the child, reaping (and accounting) whatever exits meanwhile;
+ * a SIGTERM/SIGINT/SIGHUP or the engine's end of fd 3 going away kills
+ * the child's group. Returns the child's raw wait status. */
+static int wait_child(const sigset_t *set, int watch) {
+  int sfd = signalfd(-1, set, SFD_CLOEXEC | SFD_NONBLOCK);
+  int status = 0;
+  for (;;) {
+    int st;
+    struct rusage ru;
+    pid_t p;
+    while ((p = wait4(-1, &st, WNOHANG, &ru)) > 0) {
+      account(&ru);
+      if (p == child) return st;
+    }
+    if (p < 0 && errno == ECHILD) return status;
+    struct pollfd pf[2] = {{sfd, POLLIN, 0}, {watch, 0, 0}};
+    int r = poll(pf, 2, sfd < 0 ? 100 : -1);
+    if (r < 0 && errno != EINTR) return status;
+    int stop = 0;
+    if (pf[0].revents & POLLIN) {
+      struct signalfd_siginfo si;
+      while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+        if (si.ssi_signo != SIGCHLD) stop = 1;
+    }
+    if (pf[1].revents & (POLLHUP | POLLERR | POLLNVAL)) stop = 1; /* engine gone */
+    if (stop) {
+      kill(-child, SIGKILL);
+      kill(child, SIGKILL);
+    }
+  }
+}
+
 int main(int argc, char **argv) {
-  long mem_mb = 0, cpu_s = 0, nproc = 0, fsize_mb = 0;
-  int give_cwd = 0, drop = 0;
-  int i = 1;
-  for (; i < argc; i++) {
-    if (strcmp(argv[i], "--") == 0) { i++; break; }
-    if (strcmp(argv[i], "-w") == 0) { give_cwd = 1; continue; }
-    if (strcmp(argv[i], "-u") == 0) { drop = 1; continue; }
-    if (i + 1 >= argc) break;
-    if (strcmp(argv[i], "-m") == 0) mem_mb = opt_num(argv[++i], "-m");
-    else if (strcmp(argv[i], "-c") == 0) cpu_s = opt_num(argv[++i], "-c");
-    else if (strcmp(argv[i], "-n") == 0) nproc = opt_num(argv[++i], "-n");
-    else if (strcmp(argv[i], "-f") == 0) fsize_mb = opt_num(argv[++i], "-f");
-    else break;
-  }
-  if (i >= argc) {
-    fprintf(stderr, "usage: mk-exec [-m MB] [-c S] [-n N] [-f MB] [-w] [-u] -- PROGRAM ARGS...\n");
-    return 125;
-  }
+  options o = {0};
+  if (parse_options(argc, argv, &o) < 0) return usage();
   /* Without fd 3 (run by hand) there is no report and no engine to watch. */
   int watch = fcntl(REPORT_FD, F_SETFD, FD_CLOEXEC) == 0 ? REPORT_FD : -1;
 
@@ -201,80 +317,12 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   prctl(PR_SET_CHILD_SUBREAPER, 1);
 
-  int ep[2];
-  if (pipe2(ep, O_CLOEXEC) < 0) {
+  if (start_child(&o, &old) < 0) {
     report("exec %d\n", errno);
     return 126;
   }
-  child = fork();
-  if (child < 0) {
-    report("exec %d\n", errno);
-    return 126;
-  }
-  if (child == 0) {
-    setpgid(0, 0);
-    signal(SIGPIPE, SIG_DFL);
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    set_limit(RLIMIT_CORE, 0, 0);
-    if (mem_mb) set_limit(RLIMIT_AS, (rlim_t)mem_mb << 20, (rlim_t)mem_mb << 20);
-    if (cpu_s) set_limit(RLIMIT_CPU, (rlim_t)cpu_s, (rlim_t)cpu_s + 1);
-    if (fsize_mb) set_limit(RLIMIT_FSIZE, (rlim_t)fsize_mb << 20, (rlim_t)fsize_mb << 20);
-    if (nproc) set_limit(RLIMIT_NPROC, (rlim_t)nproc, (rlim_t)nproc);
-    if (geteuid() == 0 && give_cwd) nftw(".", give_to_nobody, 16, FTW_PHYS);
-    if (geteuid() == 0 && drop && (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0)) {
-      int e = errno;
-      if (write(ep[1], &e, sizeof e) < 0) _exit(127);
-      _exit(127);
-    }
-    execvp(argv[i], argv + i);
-    int e = errno;
-    if (write(ep[1], &e, sizeof e) < 0) _exit(127);
-    _exit(127);
-  }
-  setpgid(child, child); /* both sides, so no kill can find it in our group */
-  close(ep[1]);
-  report("pid %d\n", (int)child);
-  int e;
-  ssize_t n;
-  while ((n = read(ep[0], &e, sizeof e)) < 0 && errno == EINTR) {}
-  close(ep[0]);
-  if (n == (ssize_t)sizeof e) report("exec %d\n", e);
-
-  /* Only the child and its descendants may hold the output pipes now. */
-  int dn = open("/dev/null", O_RDWR);
-  if (dn >= 0) {
-    dup2(dn, 0);
-    dup2(dn, 1);
-    dup2(dn, 2);
-    if (dn > 2) close(dn);
-  }
-
-  int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-  int status = 0, done = 0;
-  while (!done) {
-    int st;
-    struct rusage ru;
-    pid_t p;
-    while ((p = wait4(-1, &st, WNOHANG, &ru)) > 0) {
-      account(&ru);
-      if (p == child) { status = st; done = 1; }
-    }
-    if (done || (p < 0 && errno == ECHILD)) break;
-    struct pollfd pf[2] = {{sfd, POLLIN, 0}, {watch, 0, 0}};
-    int r = poll(pf, 2, sfd < 0 ? 100 : -1);
-    if (r < 0 && errno != EINTR) break;
-    int stop = 0;
-    if (pf[0].revents & POLLIN) {
-      struct signalfd_siginfo si;
-      while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
-        if (si.ssi_signo != SIGCHLD) stop = 1;
-    }
-    if (pf[1].revents & (POLLHUP | POLLERR | POLLNVAL)) stop = 1; /* engine gone */
-    if (stop) {
-      kill(-child, SIGKILL);
-      kill(child, SIGKILL);
-    }
-  }
+  release_stdio();
+  int status = wait_child(&set, watch);
   kill_all();
   report("exit %d %lld %ld\n", status, cpu_us, max_rss_kb);
   if (WIFEXITED(status)) return WEXITSTATUS(status);

@@ -74,15 +74,15 @@ static void put(mk_buf *b) {
   mk_buf_free(b);
 }
 
+/* The whole answer when the checker cannot check: {ok = false, error}. */
 static int die(const char *fmt, ...) {
-  char msg[1024];
+  mk_buf msg = {0}, b = {0};
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  mkc_vprintf(&msg, fmt, ap);
   va_end(ap);
-  mk_buf b = {0};
   mkc_printf(&b, "{\"ok\":false,\"error\":");
-  mkc_json_str(&b, msg);
+  mkc_json_str(&b, msg.p);
   mkc_printf(&b, ",\"results\":[]}\n");
   put(&b);
   exit(1);

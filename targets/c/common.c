@@ -126,22 +126,27 @@ static void add(mk_buf *b, const char *s, size_t n) {
   if (mk_buf_add(b, s, n) != 0) out_of_memory();
 }
 
-void mkc_printf(mk_buf *b, const char *fmt, ...) {
+void mkc_vprintf(mk_buf *b, const char *fmt, va_list ap) {
   char small[256], *p = small;
-  va_list ap;
-  va_start(ap, fmt);
+  va_list again;
+  va_copy(again, ap);
   int need = vsnprintf(small, sizeof small, fmt, ap);
-  va_end(ap);
   if (need < 0) abort();
   if ((size_t)need >= sizeof small) {
     p = malloc((size_t)need + 1);
     if (!p) out_of_memory();
-    va_start(ap, fmt);
-    vsnprintf(p, (size_t)need + 1, fmt, ap);
-    va_end(ap);
+    vsnprintf(p, (size_t)need + 1, fmt, again);
   }
+  va_end(again);
   add(b, p, (size_t)need);
   if (p != small) free(p);
+}
+
+void mkc_printf(mk_buf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  mkc_vprintf(b, fmt, ap);
+  va_end(ap);
 }
 
 void mkc_json_str(mk_buf *b, const char *s) {

@@ -6,6 +6,7 @@
 #ifndef MKC_COMMON_H
 #define MKC_COMMON_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "buf.h"
@@ -67,6 +68,7 @@ void mkc_lines_free(mkc_lines *l);
 /* Append printf-style text to b; out of memory ends the program (abort:
  * the runner reports it as a crash, the engine sees no verdict). */
 void mkc_printf(mk_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void mkc_vprintf(mk_buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /* Append s as a JSON string: quoted, with '"', '\\' and control bytes escaped. */
 void mkc_json_str(mk_buf *b, const char *s);
 

@@ -30,16 +30,19 @@ local fmt_s, sh_quote = util.fmt_s, util.sh_quote
 
 local function exists_exe(p) return p and fs.exists(p) end
 
--- The runner and checker are built by CMake (build tree) or installed next
--- to the Lua files (share/mkengine/targets/c/bin).
+-- The runner and checker belong to the running engine: built by CMake
+-- beside it (<build dir>/targets/c, whatever the build dir is called) or
+-- installed with it (<prefix>/share/mkengine/targets/c/bin); $MKC_BIN_DIR
+-- overrides both.
 local found_bins
 function M.binaries()
   if found_bins then return found_bins end
   local home = require("mk.home")
   local dirs = {}
   if os.getenv("MKC_BIN_DIR") then dirs[#dirs + 1] = os.getenv("MKC_BIN_DIR") end
+  local beside = home.helper("targets/c/mkc-run", "share/mkengine/targets/c/bin/mkc-run")
+  if beside then dirs[#dirs + 1] = beside:match("^(.*)/[^/]*$") end
   if os.getenv("MKENGINE_BUILD") then dirs[#dirs + 1] = os.getenv("MKENGINE_BUILD") .. "/targets/c" end
-  dirs[#dirs + 1] = home.path("build/targets/c")
   dirs[#dirs + 1] = home.path("targets/c/bin")
   for _, d in ipairs(dirs) do
     if exists_exe(d .. "/mkc-run") and exists_exe(d .. "/mkc-check") then
@@ -48,7 +51,7 @@ function M.binaries()
     end
   end
   error("target c: mkc-run/mkc-check not found (looked in " .. table.concat(dirs, ", ")
-    .. "); build the engine with cmake --build build", 0)
+    .. "); build the engine with cmake (they are built beside it)", 0)
 end
 
 local function nonce()

@@ -104,7 +104,7 @@ def parse_yaml(text):
     that covers what those files use (scalars, `key: |-` blocks, flow lists,
     block lists of scalars)."""
     try:
-        import yaml  # noqa: PLC0415 (optional dependency)
+        import yaml  # lazy: only task files in YAML need it
         data = yaml.safe_load(text)
         if not isinstance(data, dict):
             raise HarnessError("bad_task", "kernel_task.yaml: top level is not a mapping")
@@ -185,7 +185,7 @@ def parse_yaml_minimal(text):
 
 def detect_format(task_dir):
     """Which task format a directory holds: 'maxkernel', 'jaxbench', 'mk' or None."""
-    has = lambda n: os.path.isfile(os.path.join(task_dir, n))  # noqa: E731
+    has = lambda n: os.path.isfile(os.path.join(task_dir, n))
     if has("kernel_task.yaml") and has("reference.py"):
         return "maxkernel"
     if has("baseline.py"):
@@ -586,11 +586,11 @@ def decode_array(stored, name, for_compare=False):
         if name == "bfloat16":
             return (stored.astype(np.uint32) << 16).view(np.float32)
         try:
-            import ml_dtypes  # noqa: PLC0415
+            import ml_dtypes
             return stored.view(getattr(ml_dtypes, name)).astype(np.float32)
         except ImportError:
             raise HarnessError("no_jax", "comparing %s needs ml_dtypes" % name)
-    import ml_dtypes  # noqa: PLC0415 (installed with JAX)
+    import ml_dtypes
     return stored.view(getattr(ml_dtypes, name))
 
 
@@ -758,7 +758,7 @@ def summarize(samples):
     xs = sorted(samples)
     if not xs:
         return None
-    q = lambda p: xs[min(len(xs) - 1, max(0, int(round(p * (len(xs) - 1)))))]  # noqa: E731
+    q = lambda p: xs[min(len(xs) - 1, max(0, int(round(p * (len(xs) - 1)))))]
     med = median(xs)
     return {"median_s": med, "min_s": xs[0], "max_s": xs[-1], "n": len(xs),
             "spread": (q(0.75) - q(0.25)) / med if med else 0.0}
@@ -879,7 +879,7 @@ _REAL = {}
 
 def _jax():
     try:
-        import jax  # noqa: PLC0415
+        import jax
     except ImportError as e:
         raise HarnessError("no_jax", "JAX is not importable by %s: %s" % (sys.executable, e))
     # The functions timing depends on, captured before any candidate code
@@ -910,7 +910,7 @@ def _import_file(path, modname):
 def _resolve_dtype(name):
     if not name:
         return None
-    import jax.numpy as jnp  # noqa: PLC0415
+    import jax.numpy as jnp
     try:
         return getattr(jnp, name)
     except AttributeError:
@@ -948,7 +948,7 @@ def reference_module(task):
 
 def make_inputs(task, ref, seed=0, config=None, dtype=None):
     """(dynamic inputs list, static args list) for one case."""
-    import inspect  # noqa: PLC0415
+    import inspect
     jax = _jax()
     fn = getattr(ref, task["inputs_fn"])
     kwargs = {}
@@ -987,7 +987,7 @@ def _leaves(out):
 
 
 def _to_numpy(x):
-    import numpy as np  # noqa: PLC0415
+    import numpy as np
     return np.asarray(x)
 
 
@@ -995,7 +995,7 @@ def _install_interpret(jax):
     """Plain interpret mode: force interpret=True on every pallas_call (runs
     anywhere, also CPU, without TPU memory semantics)."""
     try:
-        from jax.experimental import pallas as pl  # noqa: PLC0415
+        from jax.experimental import pallas as pl
     except ImportError:
         return
     orig = pl.pallas_call
@@ -1033,7 +1033,7 @@ VECTOR_CLOCK_SIZE = 16
 
 
 def tpu_interpret_params():
-    from jax.experimental.pallas import tpu as pltpu  # noqa: PLC0415
+    from jax.experimental.pallas import tpu as pltpu
     return pltpu.InterpretParams(detect_races=True, out_of_bounds_reads="raise", uninitialized_memory="nan",
                                  vector_clock_size=VECTOR_CLOCK_SIZE)
 
@@ -1077,7 +1077,7 @@ def emulate_chip(jax, kind, candidate_path):
     (pltpu.get_tpu_info(), jax.devices()[0].device_kind) would get "cpu":
     make it see the emulated TPU `kind` instead (JAX's own code still sees
     the CPU). Idempotent within a process; an unknown kind is bad_args."""
-    from jax._src.pallas.mosaic import tpu_info  # noqa: PLC0415
+    from jax._src.pallas.mosaic import tpu_info
     kind = kind or DEFAULT_CHIP
     if tpu_info.chip_version_from_device_kind(kind) is None:
         raise HarnessError("bad_args", "--chip %r is not a TPU device kind JAX knows (e.g. %r, 'TPU v5 lite')"
@@ -1098,7 +1098,7 @@ def emulate_chip(jax, kind, candidate_path):
 def reset_tpu_interpret():
     """After an exception in a TPU-interpreted kernel its simulated state
     stays behind and must be reset before the next kernel runs."""
-    from jax.experimental.pallas import tpu as pltpu  # noqa: PLC0415
+    from jax.experimental.pallas import tpu as pltpu
     pltpu.reset_tpu_interpret_mode_state()
 
 
@@ -1129,7 +1129,7 @@ _OOB_RE = re.compile(r"Out-of-bounds (?:read|write|block index)[^\n]*")
 
 def _races_found():
     try:
-        from jax._src.pallas.mosaic.interpret import interpret_pallas_call as ipc  # noqa: PLC0415
+        from jax._src.pallas.mosaic.interpret import interpret_pallas_call as ipc
     except ImportError:
         return False
     return bool(getattr(ipc.races, "races_found", False)) if ipc.races is not None else False
@@ -1137,7 +1137,7 @@ def _races_found():
 
 def _clear_races():
     try:
-        from jax._src.pallas.mosaic.interpret import interpret_pallas_call as ipc  # noqa: PLC0415
+        from jax._src.pallas.mosaic.interpret import interpret_pallas_call as ipc
     except ImportError:
         return
     if ipc.races is not None:
@@ -1160,7 +1160,7 @@ def call_checked(compiled, args, mode, candidate_path=None):
     try:
         out = compiled(*args)
         _sync(out)
-    except Exception as e:  # noqa: BLE001 (classified below, re-raised otherwise)
+    except Exception as e:  # classified below, re-raised otherwise
         reset_tpu_interpret()
         m = _OOB_RE.search(name_candidate(str(e), candidate_path))
         if not m:
@@ -1196,7 +1196,7 @@ def load_candidate(path, params=None, interpret="off", chip=None):
         emulate_chip(jax, chip, path)
     try:
         mod = _import_file(path, "mk_candidate")
-    except BaseException as e:  # noqa: BLE001 (SystemExit from candidate code too)
+    except BaseException as e:  # SystemExit from candidate code too
         raise CandidateError("import", e)
     for k, v in (params or {}).items():
         setattr(mod, k, v)
@@ -1286,25 +1286,25 @@ def lower_and_compile(jax, fn, args, candidate_path=None, interpret="off"):
         if interpret == "tpu":
             try:
                 traced = jax.jit(fn).trace(*specs)
-            except BaseException as e:  # noqa: BLE001
+            except BaseException as e:  # any failure: noted, then re-raised
                 e.mk_note = "tracing the candidate failed"
                 raise
             try:
                 traced.lower(lowering_platforms=("tpu",))
-            except BaseException as e:  # noqa: BLE001
+            except BaseException as e:  # any failure: noted, then re-raised
                 e.mk_note = "lowering for TPU (Mosaic) failed"
                 raise
-            from jax.experimental.pallas import tpu as pltpu  # noqa: PLC0415
+            from jax.experimental.pallas import tpu as pltpu
             with pltpu.force_tpu_interpret_mode(tpu_interpret_params()):
                 lowered = jax.jit(fn).lower(*specs)
         else:
             lowered = jax.jit(fn).lower(*specs)
-    except BaseException as e:  # noqa: BLE001
+    except BaseException as e:  # whatever lowering the candidate raises is its lowering error
         raise CandidateError("lower", e)
     t1 = time.perf_counter()
     try:
         compiled = lowered.compile()
-    except BaseException as e:  # noqa: BLE001
+    except BaseException as e:  # whatever compiling the candidate raises is its compile error
         raise CandidateError("compile", e)
     return compiled, {"lower_s": t1 - t0, "compile_s": time.perf_counter() - t1}
 
@@ -1337,16 +1337,16 @@ def poison_device(jax, mbytes=None):
     if mbytes <= 0:
         return
     try:
-        import jax.numpy as jnp  # noqa: PLC0415
+        import jax.numpy as jnp
         x = jnp.full((mbytes * (1 << 20) // 4,), jnp.nan, jnp.float32)
         x.block_until_ready()
         del x
-    except Exception:  # noqa: BLE001 (best effort)
+    except Exception:  # best effort
         pass
 
 
 def frozen_case_inputs(tests_dir, cid):
-    import jax.numpy as jnp  # noqa: PLC0415
+    import jax.numpy as jnp
     meta = read_case(tests_dir, cid)
     arrays = load_arrays(os.path.join(tests_dir, "inputs", cid + ".npz"), meta["inputs"])
     args, it = [], iter(arrays)
@@ -1384,7 +1384,7 @@ def cmd_tunables(a):
 
 def _split_inputs(dyn):
     """Arrays go to the .npz; Python scalars to JSON."""
-    import numpy as np  # noqa: PLC0415
+    import numpy as np
     kinds, arrays, scalars = [], [], []
     for x in dyn:
         if hasattr(x, "shape") and hasattr(x, "dtype"):
@@ -1631,7 +1631,7 @@ def cmd_run(a):
                                    message="case %s (%s call): %s" % (cid, call, verdict["message"]))
                     return verdict
                 outs = [_to_numpy(o) for o in _leaves(out)]
-            except BaseException as e:  # noqa: BLE001
+            except BaseException as e:  # whatever the candidate raises (SystemExit too) is its crash
                 return {"status": "crash", "phase": "run", "case": cid, "message": error_text(e, a.candidate)}
             ometa = save_arrays(os.path.join(a.outputs, "%s.%s.npz" % (cid, call)), outs)
             with open(os.path.join(a.outputs, "%s.%s.json" % (cid, call)), "w") as f:
@@ -1649,7 +1649,7 @@ def cmd_check(a):
 
 
 def cmd_test(a):
-    import tempfile  # noqa: PLC0415
+    import tempfile
     with tempfile.TemporaryDirectory(prefix="mk-pallas-out-") as d:
         a.outputs = d
         r = cmd_run(a)
@@ -1666,7 +1666,7 @@ def _trace_planes(jax, logdir):
     if not paths:
         return []
     path = max(paths, key=os.path.getmtime)
-    from jax.profiler import ProfileData  # noqa: PLC0415
+    from jax.profiler import ProfileData
     pd = ProfileData.from_file(path)
     planes = []
     for p in pd.planes:
@@ -1694,8 +1694,8 @@ def time_compiled(jax, compiled, args, module, warmup=3, iters=20, use_trace=Tru
     """Median on-device seconds of `compiled(*args)`, with the method used.
     Inputs are rotated between two copies when they are small enough, so a
     result left in a cache cannot flatter the timing."""
-    import tempfile  # noqa: PLC0415
-    import jax.numpy as jnp  # noqa: PLC0415
+    import tempfile
+    import jax.numpy as jnp
     nbytes = sum(getattr(x, "nbytes", 0) for x in args)
     sets = [args]
     if nbytes < (256 << 20):
@@ -1726,7 +1726,7 @@ def time_compiled(jax, compiled, args, module, warmup=3, iters=20, use_trace=Tru
             if len(dev) >= max(1, iters // 2):
                 result["method"] = "device"
                 result["device"] = summarize(dev)
-        except Exception as e:  # noqa: BLE001 (profiler is optional)
+        except Exception as e:  # profiler is optional
             result["trace_error"] = "%s: %s" % (type(e).__name__, e)
     result["calls_s"] = _clock() - t_all  # every call above, traced ones included
     s = result.get("device") or result["wall"]
@@ -1746,7 +1746,7 @@ def cmd_bench(a):
     try:
         t = time_compiled(jax, compiled, dyn, "jit_mk_candidate", a.warmup, a.iters, not a.no_trace,
                           a.min_time, a.max_iters)
-    except BaseException as e:  # noqa: BLE001
+    except BaseException as e:  # whatever the candidate raises (SystemExit too) is its crash
         return {"status": "crash", "phase": "bench", "message": error_text(e, a.candidate)}
     out = t.pop("last_output")
     res.update(t)
@@ -1777,7 +1777,7 @@ def cmd_bench(a):
 def _cost(compiled):
     try:
         ca = compiled.cost_analysis()
-    except Exception:  # noqa: BLE001
+    except Exception:  # no cost analysis on this backend: none reported
         return {}
     if isinstance(ca, (list, tuple)):
         ca = ca[0] if ca else {}
@@ -1945,7 +1945,7 @@ def build_parser():
 
 def _json_default(o):
     try:
-        import numpy as np  # noqa: PLC0415
+        import numpy as np
         if isinstance(o, np.generic):
             return o.item()
     except ImportError:
@@ -1974,9 +1974,9 @@ def watch_engine(fd=2, period_s=0.5):
     killed with SIGKILL, where nothing else would stop a pre-started worker
     (it would wait out its idle timeout) or a step still running. A no-op
     when fd is a terminal or a file."""
-    import select  # noqa: PLC0415
-    import stat  # noqa: PLC0415
-    import threading  # noqa: PLC0415
+    import select
+    import stat
+    import threading
     try:
         mode = os.fstat(fd).st_mode
     except OSError:
@@ -2014,7 +2014,7 @@ def main(argv=None):
     except HarnessError as e:
         res = {"status": "error", "error": {"kind": e.kind, "message": e.message}}
         code = 3
-    except BaseException as e:  # noqa: BLE001 (a harness bug must still answer in JSON)
+    except BaseException as e:  # a harness bug must still answer in JSON
         res = {"status": "error", "error": {"kind": "harness", "message": error_text(e) + "\n" + traceback.format_exc()[-3000:]}}
         code = 3
     res.setdefault("command", args.cmd)

@@ -34,19 +34,8 @@ static const char *prelude =
   "function tmpdir() local p = os.tmpname(); os.remove(p); assert(os.execute('mkdir -p ' .. p)); return p end\n"
   "function write(path, text) local f = assert(io.open(path, 'wb')); f:write(text); f:close() end\n";
 
-int main(void) {
-  lua_State *L = luaL_newstate();
-  luaL_openlibs(L);
-  luaL_requiref(L, "mk.kb", luaopen_mk_kb, 0);
-  lua_pop(L, 1);
-  if (luaL_dostring(L, prelude) != LUA_OK) {
-    printf("prelude: %s\n", lua_tostring(L, -1));
-    return 1;
-  }
-  const char *home = getenv("MKENGINE_HOME");
-  lua_pushstring(L, home ? home : ".");
-  lua_setglobal(L, "HOME");
-
+/* kb.tokens: identifiers whole and in parts, stop words, stems */
+static void tokens_cases(lua_State *L) {
   run(L, "tokens/identifiers_kept_whole_and_split",
       "local t = kb.tokens('pltpu.VMEM BlockSpec vmem_limit_bytes')\n"
       "for _, w in ipairs{'pltpu.vmem', 'pltpu', 'vmem', 'blockspec', 'block', 'spec', 'vmem_limit_bytes', 'limit', 'byte'} do\n"
@@ -76,7 +65,10 @@ int main(void) {
   run(L, "tokens/non_ascii_and_invalid_bytes_do_not_break_words",
       "local t = kb.tokens('caf\\xc3\\xa9 \\xff\\xfe vmem')\n"
       "assert(has(t, 'caf\\xc3\\xa9') and has(t, 'vmem'))\n");
+}
 
+/* kb.chunks: markdown headings, fences, sizes, bytes */
+static void chunk_cases(lua_State *L) {
   run(L, "chunks/split_at_headings_with_heading_path_titles",
       "local c = kb.chunks('intro text\\n# Top\\nbody one\\n## Sub\\nbody two\\n### Deep\\nthree\\n## Sib\\nfour\\n# Next ##\\nfive\\n')\n"
       "eq(#c, 6, 'chunks')\n"
@@ -154,6 +146,10 @@ int main(void) {
       "  assert(words <= inmd and words >= inmd - inhead, string.format('round %d: %d words of %d', round, words, inmd))\n"
       "  assert(type(kb.tokens(md)) == 'table')\n"
       "end\n");
+}
+
+/* kb.open and search: ranking, walking directories, staleness, the shipped corpus */
+static void index_cases(lua_State *L) {
   run(L, "search/bm25_prefers_exact_identifier_and_title",
       "local ix = kb.new()\n"
       "ix:add('a.md', '# Memory\\nUse pltpu.VMEM for scratch buffers in fast memory.\\n# Other\\nvmem is mentioned here and there, vmem vmem.\\n')\n"
@@ -216,6 +212,24 @@ int main(void) {
       "assert(r[1].text:find('128', 1, true) and r[1].text:find('divisible', 1, true), 'first: ' .. r[1].title)\n"
       "eq(r[1].name, 'pallas-blockspec.md', 'file of first hit')\n"
       "assert(r[1].title:find('Block-shape rule', 1, true), 'title: ' .. r[1].title)\n");
+}
+
+int main(void) {
+  lua_State *L = luaL_newstate();
+  luaL_openlibs(L);
+  luaL_requiref(L, "mk.kb", luaopen_mk_kb, 0);
+  lua_pop(L, 1);
+  if (luaL_dostring(L, prelude) != LUA_OK) {
+    printf("prelude: %s\n", lua_tostring(L, -1));
+    return 1;
+  }
+  const char *home = getenv("MKENGINE_HOME");
+  lua_pushstring(L, home ? home : ".");
+  lua_setglobal(L, "HOME");
+
+  tokens_cases(L);
+  chunk_cases(L);
+  index_cases(L);
 
   lua_close(L);
   printf("%d passed, %d failed\n", passed, failed);

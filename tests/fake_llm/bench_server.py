@@ -8,7 +8,14 @@ server (server.py) spends more time in its GIL than the engine under test
 does when 256 streams wake at once; this one does not, so the benchmark
 measures the engine.
 
-Usage: bench_server.py --port-file F [--delay S] [--watch-pid PID] [--workers N]
+With --program, the answer is instead a full rewrite of a small Python
+program inside EVOLVE-BLOCK markers (about 2 KB, numbered per call so that
+every program differs), which search engines of other projects accept
+(bench/peers/); a request with "stream": false then gets one JSON answer.
+
+GET /calls answers the number of program answers given so far.
+
+Usage: bench_server.py --port-file F [--delay S] [--watch-pid PID] [--workers N] [--program]
 """
 import argparse
 import asyncio
@@ -20,7 +27,27 @@ import sys
 import loopback  # sibling module: port file and watchdog
 
 
-async def handle(reader, writer, delay):
+CALLS = [0]
+
+
+def program_reply():
+    CALLS[0] += 1
+    n = CALLS[0]
+    pad = "".join("    # step %d of candidate %d: a line of the rewritten program\n" % (i, n) for i in range(30))
+    return ("<NAME>\ncandidate_%d\n</NAME>\n<DESCRIPTION>\nA full rewrite, number %d.\n</DESCRIPTION>\n<CODE>\n"
+            "```python\n# EVOLVE-BLOCK-START\ndef solve(x):\n    \"\"\"candidate %d\"\"\"\n%s    return x * %d %% 97\n"
+            "# EVOLVE-BLOCK-END\n```\n</CODE>\n" % (n, n, n, pad, n))
+
+
+def whole_answer(text, model):
+    return json.dumps({"id": "b%d" % CALLS[0], "object": "chat.completion", "created": 0, "model": model,
+                       "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                    "finish_reason": "stop"}],
+                       "usage": {"prompt_tokens": 100, "completion_tokens": len(text) // 4,
+                                 "total_tokens": 100 + len(text) // 4}}).encode()
+
+
+async def handle(reader, writer, delay, program=False):
     # no Nagle: the events after the first would wait for the client's
     # delayed ACK (40 ms), which the benchmark would then measure
     sock = writer.get_extra_info("socket")
@@ -35,12 +62,26 @@ async def handle(reader, writer, delay):
                 if k.strip().lower() == b"content-length":
                     length = int(v.strip())
             body = await reader.readexactly(length) if length else b""
+            if head.startswith(b"GET /calls "):  # how many answers so far (bench/peers checks the count)
+                n = b"%d" % CALLS[0]
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(n), n))
+                await writer.drain()
+                continue
             try:
                 req = json.loads(body or b"{}")
                 text = "echo: " + req["messages"][-1]["content"]
                 model = req.get("model", "")
+                if program:
+                    text = program_reply()
             except (ValueError, KeyError, IndexError, TypeError):
                 writer.write(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n")
+                await writer.drain()
+                continue
+            if program and not req.get("stream"):
+                body = whole_answer(text, model)
+                await asyncio.sleep(delay)
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+                             % (len(body), body))
                 await writer.drain()
                 continue
             words = text.split(" ")
@@ -73,7 +114,7 @@ async def handle(reader, writer, delay):
 
 
 async def serve(a, sock, write_port):
-    srv = await asyncio.start_server(lambda r, w: handle(r, w, a.delay), sock=sock, backlog=1024)
+    srv = await asyncio.start_server(lambda r, w: handle(r, w, a.delay, a.program), sock=sock, backlog=1024)
     if write_port:
         loopback.announce(srv.sockets[0].getsockname()[1], a.port_file)
     parent = os.getppid()
@@ -91,6 +132,7 @@ def main():
     ap.add_argument("--delay", type=float, default=1.0)
     ap.add_argument("--watch-pid", type=int)
     ap.add_argument("--workers", type=int, default=1, help="processes accepting on the same socket")
+    ap.add_argument("--program", action="store_true", help="answer with a full rewrite of a Python program")
     a = ap.parse_args()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

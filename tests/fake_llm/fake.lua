@@ -35,7 +35,8 @@ function M.reexec_with_key()
 end
 
 --- Start a server; returns {port=, pid=, url=, stop=function}. opts.bench =
---- true starts bench_server.py (answers after opts.delay s, default 1).
+--- true starts bench_server.py (answers after opts.delay s, default 1);
+--- with opts.program it answers full rewrites of a Python program.
 function M.start(opts)
   opts = opts or {}
   local dir = fs.tmpdir("mk-fake-llm-")
@@ -43,7 +44,8 @@ function M.start(opts)
   local script, extra
   if opts.bench then -- the single-threaded asyncio server of the benchmark
     script = require("mk.home").path("tests/fake_llm/bench_server.py")
-    extra = string.format("--delay %g --workers %d", opts.delay or 1, opts.workers or 1)
+    extra = string.format("--delay %g --workers %d%s", opts.delay or 1, opts.workers or 1,
+      opts.program and " --program" or "")
   else
     script = require("mk.home").path("tests/fake_llm/server.py")
     extra = string.format("--idle-exit %d", opts.idle_exit or 120)

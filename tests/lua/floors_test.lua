@@ -6,7 +6,7 @@
 --   3 search   lua/mk/search/
 --   4 agents   lua/agents/
 --   5 strategies lua/strategies/
---   6 study    lua/mk/study/
+--   6 study    lua/mk/study/, and the run viewer lua/mk/ui/
 --   7 cli      lua/mk/cli.lua, lua/mk/cli/
 local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
@@ -22,7 +22,7 @@ local function module_floor(name)
     if second == "services" then return 1 end
     if second == "eval" then return 2 end
     if second == "search" then return 3 end
-    if second == "study" then return 6 end
+    if second == "study" or second == "ui" then return 6 end
     if second == "cli" then return 7 end
     return 0 -- mk.fs, mk.proc, ...: C modules
   end
@@ -38,7 +38,7 @@ local function file_floor(rel)
   if rel:match("^lua/mk/search/") then return 3 end
   if rel:match("^lua/agents/") then return 4 end
   if rel:match("^lua/strategies/") then return 5 end
-  if rel:match("^lua/mk/study/") then return 6 end
+  if rel:match("^lua/mk/study/") or rel:match("^lua/mk/ui/") then return 6 end
   if rel == "lua/mk/cli.lua" or rel:match("^lua/mk/cli/") then return 7 end
   return nil
 end

@@ -69,6 +69,39 @@ t.test("proc/unread stdin larger than a pipe does not hang or kill the engine", 
   t.eq(r.code, 0)
 end)
 
+t.test("proc/the child starts clean: no signal ignored or blocked, no engine fd, a session of its own", function()
+  local st = proc.run { argv = { "cat", "/proc/self/status" } }.stdout
+  t.eq(st:match("SigIgn:%s*(%x+)"), "0000000000000000") -- the engine ignores SIGPIPE
+  t.eq(st:match("SigBlk:%s*(%x+)"), "0000000000000000")
+  -- ls lists its own directory handle (3) too; of the engine's fds only
+  -- those it inherited without close-on-exec (from whoever started it)
+  local want = { ["0"] = true, ["1"] = true, ["2"] = true, ["3"] = true }
+  for _, fd in ipairs(fs.list("/proc/self/fd")) do
+    local flags = tonumber(((fs.read("/proc/self/fdinfo/" .. fd) or ""):match("flags:%s*(%d+)")) or "2000000", 8)
+    if tonumber(fd) > 3 and flags & 0x80000 == 0 then want[fd] = true end
+  end
+  for fd in proc.run { argv = { "ls", "/proc/self/fd" } }.stdout:gmatch("%d+") do
+    t.ok(want[fd], "fd " .. fd .. " of the engine is open in the child")
+  end
+  local function session(stat) return tonumber(stat:match("%) %S+ %d+ %d+ (%d+)")) end
+  local child = session(proc.run { argv = { "cat", "/proc/self/stat" } }.stdout)
+  t.ok(child and child ~= session(fs.read("/proc/self/stat")), "the child is not in the engine's session")
+end)
+
+t.test("proc/mk-exec: an unknown option or a missing program is a usage error, never run", function()
+  local exe = os.getenv("MKENGINE_EXEC") or ((os.getenv("MKENGINE_BUILD") or "build") .. "/engine/exec/mk-exec")
+  local made = tmp .. "/made-by-mk-exec"
+  for _, args in ipairs { { "-x", "touch", made }, { "-m" }, { "-m", "64" }, { "-m", "6x", "--", "touch", made }, { "--" } } do
+    local argv = { exe, table.unpack(args) }
+    local r = proc.run { argv = argv }
+    t.eq(r.code, 125, table.concat(args, " "))
+    t.ok(r.stderr:match("usage") or r.stderr:match("option"), "a reason on stderr: " .. r.stderr)
+  end
+  t.eq(fs.exists(made), false)
+  -- options end at the program: its own options are its own
+  t.eq(proc.run { argv = { exe, "-m", "64", "sh", "-c", "ulimit -v; echo \"$1\"", "sh", "-m" } }.stdout, "65536\n-m\n")
+end)
+
 t.test("proc/no stdin reads as /dev/null", function()
   t.eq(proc.run { argv = { "cat" } }.stdout, "")
 end)

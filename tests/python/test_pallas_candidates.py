@@ -223,8 +223,10 @@ class TestNoLeftoverProcesses(unittest.TestCase):
         p = subprocess.Popen(self.eval_cmd(), env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             marker = "harness.py\0worker\0--inbox\0" + self.tmp
-            wrappers = lambda: [q for q in marked_processes(marker) if cmdline(q).startswith(  # noqa: E731
-                os.path.join(ROOT, "build", "engine", "exec", "mk-exec"))]
+            exe = os.path.join(ROOT, "build", "engine", "exec", "mk-exec")
+
+            def wrappers():
+                return [q for q in marked_processes(marker) if cmdline(q).startswith(exe)]
             self.assertTrue(wait_for(wrappers, 300), "no pre-started harness worker appeared")
             w = wrappers()[0]
             os.kill(w, signal.SIGKILL)

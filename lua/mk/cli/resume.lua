@@ -7,16 +7,20 @@ local rundir = require "mk.search.rundir"
 
 local M = {
   summary = "continue a stopped run from its run directory",
-  usage = "usage: mkengine resume RUN [--quiet] [--json] [--debug]",
+  usage = "usage: mkengine resume RUN [--quiet] [--json] [--debug] [--ui [--host ADDR] [--port N]]",
   help = [[
 RUN is a run directory made by 'mkengine run'. The strategy is re-run with
 the options stored in RUN/run.json; every step that was committed before the
 stop is read back from RUN/graph.git instead of being recomputed. Only one
-engine can work on a run: a second 'resume' of the same run exits with 2.]],
+engine can work on a run: a second 'resume' of the same run exits with 2.
+Decisions a person took (hitl, from the terminal or the browser) are recorded
+in RUN and replayed. --ui serves the run in the browser while it continues.]],
 }
 
 function M.run(args)
-  local opts, pos = cli.parse(args, { flags = { quiet = true, json = true, debug = true } }, M.usage)
+  local run_cli = require "mk.cli.run"
+  local opts, pos = cli.parse(args, { flags = { quiet = true, json = true, debug = true, ui = true },
+    options = run_cli.UI_OPTIONS }, M.usage)
   if #pos ~= 1 then cli.usage_error("expected exactly one RUN directory", M.usage) end
   local dir = pos[1]:gsub("/+$", "")
   local _, err = rundir.validate(dir)
@@ -28,7 +32,7 @@ function M.run(args)
   end
   if err then cli.input_error(err.message) end
   opts.agents = require "agents"
-  local summary, rerr = require("mk.search.runner").resume(dir, opts)
+  local summary, rerr = run_cli.with_ui(opts)(function(o) return require("mk.search.runner").resume(dir, o) end)
   if not summary then
     if type(rerr) == "table" and (rerr.kind == "locked" or rerr.kind == "not_a_run" or rerr.kind == "corrupt") then
       cli.input_error(rerr.message)

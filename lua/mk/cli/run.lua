@@ -6,7 +6,7 @@ local M = {
   usage = "usage: mkengine run STRATEGY TASK [--model SPEC] [--set KEY=VALUE]... [--seed N] [--run-dir DIR]\n"
     .. "                    [--budget tokens=N,usd=X,device_s=S,wall_s=S] [--jobs N] [--llm-config FILE]\n"
     .. "                    [--llm-cache rw|ro|off] [--timeout S] [--workers FILE] [--kb-learn] [--dump-prompts DIR]\n"
-    .. "                    [--quiet] [--json] [--debug]",
+    .. "                    [--quiet] [--json] [--debug] [--ui [--host ADDR] [--port N]]",
   help = [[
 STRATEGY  a name in lua/strategies (auto, zeroshot, parallel, beam, evolve, greedy, hitl)
           or a path to your own strategy file
@@ -27,6 +27,8 @@ TASK      a task directory (examples/tasks/c/rmsnorm, a JAXBench or MaxKernel ta
 --dump-prompts DIR  write every model request (system and user prompt) to DIR/NNNN-<agent>.txt
 --quiet / --json    no progress line / events as JSON lines on stdout
 --debug             a strategy error shows the full traceback (engine frames too)
+--ui                serve the run in the browser while it runs (prints the URL; see
+                    'mkengine help serve' and docs/ui.md); --host, --port as for serve
 
 Exit code: 0 when a correct kernel was found, 1 when none was, 2 on bad input.]],
 }
@@ -55,12 +57,36 @@ function M.parse(args, usage, extra_flags, extra_options)
   return o, pos
 end
 
+--- With --ui: start the viewer on the run directory once it exists, and
+--- close it (after the last changes reached the page) when the run ends.
+--- Returns a function that runs fn(o) that way.
+function M.with_ui(o)
+  if not o.ui then return function(fn) return fn(o) end end
+  local server
+  o.on_open = function(run)
+    server = require("mk.cli.serve").start(run.dir, { host = o.host, port = o.port, single = "" })
+  end
+  return function(fn)
+    local ok, res = pcall(fn, o)
+    if server then
+      require("mk.services.task").sleep(0.3) -- one more tick of the viewer: the end reaches the page
+      server:close()
+    end
+    if not ok then error(res, 0) end
+    return res
+  end
+end
+
+M.UI_FLAGS, M.UI_OPTIONS = { ui = true }, { host = "string", port = "number" }
+
 function M.run(args)
-  local o, pos = M.parse(args, M.usage, nil, { dump_prompts = "string" })
+  local extra = { dump_prompts = "string" }
+  for k, v in pairs(M.UI_OPTIONS) do extra[k] = v end
+  local o, pos = M.parse(args, M.usage, M.UI_FLAGS, extra)
   if #pos ~= 2 then cli.usage_error("expected STRATEGY and TASK", M.usage) end
   o.strategy, o.task = pos[1], pos[2]
   o.agents = require "agents"
-  local summary = require("mk.search.runner").run(o)
+  local summary = M.with_ui(o)(require("mk.search.runner").run)
   -- the runner already printed the verdict (unless --quiet); --json ends
   -- the event stream with the summary
   if o.json then

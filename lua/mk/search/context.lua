@@ -14,6 +14,7 @@ local rng_lib = require "mk.services.rng"
 local targets = require "mk.eval.targets"
 local template = require "mk.services.template"
 local fs = require "mk.fs"
+local ask = require "mk.search.ask"
 
 --- What a strategy's `run(ctx)` receives (docs/strategies.md); for editors.
 ---@class mk.ctx
@@ -209,6 +210,7 @@ function Ctx:rng(key) return rng_lib.new(self.seed, key) end
 --- Whether the budget is spent (no new expansion should start).
 ---@return boolean, string|nil
 function Ctx:exhausted()
+  if not self.stopped and self.run then self.stopped = ask.stop_requested(self.run.dir, self.run.info) end
   if self.stopped then return true, self.stopped end
   if self.budget then
     local s = self:spent()
@@ -217,6 +219,19 @@ function Ctx:exhausted()
     if done then return true, why end
   end
   return false
+end
+
+--- Ask a person and wait for the answer (docs/strategies.md, "Asking a
+--- person"): spec {key, kind = "review"|"choose"|"confirm", title, text,
+--- options, terminal}. The question is shown by `mkengine serve` / `run
+--- --ui` (and on the terminal when `terminal` is set); waiting never blocks
+--- the engine. The decision is recorded in the run, so a resumed run gets
+--- it back without asking. Returns {verb, text?, choice?, by}; a stop
+--- requested from the page answers {verb = "quit", by = "stop"}.
+---@param spec mk.AskSpec
+function Ctx:ask(spec)
+  if not self.run then error("ctx:ask: needs a run directory", 2) end
+  return ask.ask(self.run.dir, spec, function(e) self:event(e) end, self.run.info)
 end
 
 --- What the run has spent so far, every session of a resumed run

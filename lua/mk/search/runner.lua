@@ -389,6 +389,7 @@ end
 -- run lock) whatever happens; a failure marks the run failed (or stopped)
 -- and re-raises.
 local function execute_and_close(o, run, info, resumed)
+  if o.on_open then o.on_open(run) end -- e.g. `--ui` starts the viewer on the run directory
   local ok, res = pcall(execute, o, run, info, resumed)
   if run.evaluator and run.evaluator.close then pcall(run.evaluator.close, run.evaluator) end
   if run.pool then pcall(run.pool.release, run.pool) end

@@ -1,0 +1,47 @@
+"""The trivial evaluator of bench/peers: the same work for every system.
+
+It reads the candidate, checks that it compiles as Python, and scores it by
+calling solve(3). Used three ways, as each system runs an evaluator:
+  evaluate(program_path) -> {"combined_score": s}   (OpenEvolve, in its worker)
+  evaluate.py --program_path P --results_dir D      (ShinkaEvolve: a process that
+                                                     writes metrics.json, correct.json)
+  evaluate.py --program_path P                      (mkengine: a process; exit 0 = ok)
+"""
+import argparse
+import json
+import os
+import sys
+
+
+def score(program_path):
+    with open(program_path) as f:
+        src = f.read()
+    env = {}
+    exec(compile(src, program_path, "exec"), env)
+    return float(env["solve"](3))
+
+
+def evaluate(program_path):
+    try:
+        return {"combined_score": score(program_path)}
+    except Exception as e:  # a broken candidate scores 0, it does not stop the search
+        return {"combined_score": 0.0, "error": str(e)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--program_path", required=True)
+    ap.add_argument("--results_dir")
+    a = ap.parse_args()
+    m = evaluate(a.program_path)
+    if a.results_dir:
+        os.makedirs(a.results_dir, exist_ok=True)
+        with open(os.path.join(a.results_dir, "metrics.json"), "w") as f:
+            json.dump({"combined_score": m["combined_score"], "public": {}, "private": {}}, f)
+        with open(os.path.join(a.results_dir, "correct.json"), "w") as f:
+            json.dump({"correct": "error" not in m, "error": m.get("error")}, f)
+    return 0 if "error" not in m else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

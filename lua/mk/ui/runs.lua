@@ -1,0 +1,224 @@
+--- mk.ui.runs: what the run viewer reads from run directories, without
+--- writing or locking anything (the engine writing the run may be another
+--- process): the runs under a served path, a run's nodes and events as they
+--- are appended (only the new bytes of graph.git/nodes.jsonl and
+--- events.jsonl are read), and one node's details from its git commit.
+local fs = require "mk.fs"
+local json = require "cjson.safe"
+local ask = require "mk.search.ask"
+
+local M = {}
+
+M.MAX_DEPTH = 3
+
+-- Keys whose values are never served, wherever they appear (secrets must
+-- not be in a run, but a viewer must not be the way one leaks).
+local SECRET = { "key", "token", "secret", "password", "passwd", "authorization", "credential" }
+
+local function secret_name(k)
+  if type(k) ~= "string" then return false end
+  local l = k:lower()
+  for _, w in ipairs(SECRET) do
+    if l:find(w, 1, true) and not l:find("tokens", 1, true) and l ~= "key" then return true end
+  end
+  return false
+end
+
+--- A copy of v without fields named like secrets (api_key, token, ...).
+function M.redact(v, depth)
+  depth = depth or 0
+  if type(v) ~= "table" or depth > 40 then return v end
+  local out = {}
+  for k, x in pairs(v) do
+    if not secret_name(k) then out[k] = M.redact(x, depth + 1) end
+  end
+  return setmetatable(out, getmetatable(v))
+end
+
+local function read_json(path)
+  local text = fs.read(path)
+  if not text then return nil end
+  local v = json.decode(text)
+  return type(v) == "table" and v or nil
+end
+
+-- Relative ids of the runs, benches and sweeps under root (root itself
+-- included), at most M.MAX_DEPTH levels down.
+local function walk(root, rel, depth, out)
+  local dir = rel == "" and root or (root .. "/" .. rel)
+  if fs.exists(dir .. "/run.json") then
+    out[#out + 1] = { id = rel, kind = "run" }
+    return
+  end
+  local res = fs.exists(dir .. "/results.json") and read_json(dir .. "/results.json")
+  if res then out[#out + 1] = { id = rel, kind = res.kind == "sweep" and "sweep" or "bench" } end
+  if depth >= M.MAX_DEPTH then return end
+  local names = fs.list(dir) or {}
+  table.sort(names)
+  for _, name in ipairs(names) do
+    local p = dir .. "/" .. name
+    if name:sub(1, 1) ~= "." and (fs.stat(p) or {}).type == "dir" then -- symlinks are not followed
+      walk(root, rel == "" and name or (rel .. "/" .. name), depth + 1, out)
+    end
+  end
+end
+
+--- The runs, benches and sweeps under root: {id, kind, strategy, task,
+--- status, nodes, best, started_at}, newest first.
+---@param root string
+function M.list(root)
+  local found = {}
+  walk(root, "", 0, found)
+  for _, e in ipairs(found) do
+    local dir = e.id == "" and root or (root .. "/" .. e.id)
+    if e.kind == "run" then
+      local info = read_json(dir .. "/run.json") or {}
+      local s = read_json(dir .. "/summary.json") or {}
+      e.strategy, e.task, e.status, e.started_at = info.strategy, info.task, info.status, info.started_at
+      e.nodes = s.nodes
+      e.best = type(s.best) == "table" and s.best.speedup or nil
+      e.pending = #ask.pending(dir)
+    end
+  end
+  table.sort(found, function(a, b) return (a.started_at or "") > (b.started_at or "") end)
+  return found
+end
+
+--- The directory of run/bench id under root, or nil, message: ids are
+--- relative paths of plain names, and the real path (symlinks followed)
+--- must stay inside root.
+function M.resolve(root, id)
+  if type(id) ~= "string" then return nil, "bad id" end
+  if id ~= "" then
+    for part in id:gmatch("[^/]+") do
+      if part == "." or part == ".." or not part:match("^[%w_.%-]+$") then return nil, "bad path component" end
+    end
+  end
+  local real_root = fs.realpath(root)
+  local dir = id == "" and root or (root .. "/" .. id)
+  local real = fs.realpath(dir)
+  if not real or not real_root then return nil, "no such run" end
+  if real ~= real_root and real:sub(1, #real_root + 1) ~= real_root .. "/" then
+    return nil, "outside the served directory"
+  end
+  return dir
+end
+
+-- ---- a run being watched -----------------------------------------------------
+
+---@class mk.ui.Watch
+local Watch = {}
+Watch.__index = Watch
+
+--- Start watching the run in dir (nothing read yet: call :poll()).
+function M.watch(dir)
+  return setmetatable({ dir = dir, noff = 0, eoff = 0, npart = "", epart = "", nodes = {}, by_id = {},
+    curve = {}, spent = {}, best = nil, info = {}, info_mtime = nil, questions = {} }, Watch)
+end
+
+-- New complete lines appended to a file since the last call.
+local function tail(self, path, off_k, part_k)
+  local f = io.open(path, "rb")
+  if not f then return {} end
+  local size = f:seek("end")
+  if size < self[off_k] then -- rewritten (a repaired index): start over
+    self[off_k], self[part_k] = 0, ""
+    if off_k == "noff" then self.nodes, self.by_id = {}, {} end
+  end
+  local lines = {}
+  if size > self[off_k] then
+    f:seek("set", self[off_k])
+    local data = self[part_k] .. f:read(size - self[off_k])
+    local base = self[off_k] - #self[part_k]
+    self[off_k] = size
+    local pos = 1
+    while true do
+      local nl = data:find("\n", pos, true)
+      if not nl then break end
+      lines[#lines + 1] = { text = data:sub(pos, nl - 1), at = base + pos - 1 }
+      pos = nl + 1
+    end
+    self[part_k] = data:sub(pos)
+  end
+  f:close()
+  return lines
+end
+
+-- graph.git/nodes.jsonl: `[id, oid, parents, key, kind, status, latency_s,
+-- speedup, correct]<TAB>{...}` (mk.search.graph); the page gets the head.
+local function node_of(line)
+  local tab = line.text:find("\t", 1, true)
+  local h = tab and json.decode(line.text:sub(1, tab - 1))
+  if type(h) ~= "table" or type(h[1]) ~= "string" then return nil end
+  local function v(x) return x ~= json.null and x or nil end
+  return { id = h[1], oid = h[2], parents = h[3], key = v(h[4]), kind = h[5], status = h[6], latency_s = v(h[7]),
+    speedup = v(h[8]), correct = h[9] ~= false, at = line.at }
+end
+
+--- The node as the page draws it (no oid, no offsets).
+function M.public_node(n)
+  return { id = n.id, parents = n.parents, key = n.key, kind = n.kind, status = n.status, latency_s = n.latency_s,
+    speedup = n.speedup, tokens = n.tokens }
+end
+
+-- Fold one event into what the page shows without re-reading events.
+local function fold_event(self, e)
+  if e.type == "node" and type(e.spent) == "table" then
+    self.spent = e.spent
+    local n = self.by_id[e.id]
+    if n then n.tokens = e.spent.tokens end
+    if e.status == "ok" and type(e.speedup) == "number" then
+      local prev = self.curve[#self.curve]
+      if not prev or e.speedup > prev.speedup then
+        self.curve[#self.curve + 1] = { tokens = e.spent.tokens or 0, usd = e.spent.usd or 0,
+          device_s = e.spent.device_s or 0, speedup = e.speedup, id = e.id }
+      end
+    end
+  elseif e.type == "best" then
+    self.best = e.id
+  elseif e.type == "question" then
+    self.questions[e.id] = true
+  elseif e.type == "decision" then
+    self.questions[e.id] = nil
+  end
+end
+
+--- Read what was appended since the last poll. Returns the new nodes, the
+--- new events (both may be empty) and whether run.json changed.
+function Watch:poll()
+  local new_nodes = {}
+  for _, line in ipairs(tail(self, self.dir .. "/graph.git/nodes.jsonl", "noff", "npart")) do
+    local n = node_of(line)
+    if n and not self.by_id[n.id] then
+      self.nodes[#self.nodes + 1] = n
+      self.by_id[n.id] = n
+      new_nodes[#new_nodes + 1] = n
+    end
+  end
+  local new_events = {}
+  for _, line in ipairs(tail(self, self.dir .. "/events.jsonl", "eoff", "epart")) do
+    local e = json.decode(line.text)
+    if type(e) == "table" and type(e.type) == "string" then
+      fold_event(self, e)
+      if e.type ~= "llm" and e.type ~= "evaluation" then new_events[#new_events + 1] = M.redact(e) end
+    end
+  end
+  local st = fs.stat(self.dir .. "/run.json")
+  local changed = st and st.mtime ~= self.info_mtime
+  if changed then
+    self.info_mtime = st.mtime
+    self.info = M.redact(read_json(self.dir .. "/run.json") or self.info)
+  end
+  return new_nodes, new_events, changed
+end
+
+--- Everything the page needs to draw the run as it is now.
+function Watch:state()
+  local nodes = {}
+  for i, n in ipairs(self.nodes) do nodes[i] = M.public_node(n) end
+  return { info = self.info, nodes = nodes, curve = self.curve, spent = self.spent, best = self.best,
+    summary = M.redact(read_json(self.dir .. "/summary.json")), questions = ask.pending(self.dir),
+    budget = self.info.options and self.info.options.budget or self.info.budget }
+end
+
+return M

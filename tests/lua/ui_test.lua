@@ -1,0 +1,154 @@
+-- The run viewer's server side (mk.httpd, mk.ui.server, mk.search.ask) over
+-- real HTTP on the loopback: live nodes pushed as Server-Sent Events,
+-- node details with code and diff, answers (first one wins, the token is
+-- required), stop, refused paths, and bad requests answered with 4xx while
+-- the server goes on. The page itself is tested in Chromium (tests/browser).
+local t = dofile("tests/lua/lib/t.lua")
+local http = require "mk.http"
+local httpd = require "mk.httpd"
+local task = require "mk.services.task"
+local fs = require "mk.fs"
+local json = require "cjson"
+local rundir = require "mk.search.rundir"
+local ask = require "mk.search.ask"
+local server = require "mk.ui.server"
+
+local tmp = t.tmpdir("mk-ui-test")
+
+local function get(s, path, o)
+  o = o or {}
+  local r, err = http.request { url = "http://127.0.0.1:" .. s.port .. path, method = o.method, body = o.body,
+    headers = o.headers, timeout = 20 }
+  assert(r, err and err.message)
+  return r.status, r.body
+end
+
+local function post(s, path, body, token)
+  return get(s, path, { method = "POST", body = json.encode(body), headers = { ["X-MK-Token"] = token } })
+end
+
+-- A run directory with a reference node and one child.
+local function make_run(name)
+  local run = assert(rundir.create { dir = tmp .. "/runs/" .. name, strategy = "hitl", task = "demo" })
+  run.spent = function() return { tokens = 10, usd = 0, device_s = 1 } end
+  local root = assert(run.graph:add { parents = {}, kind = "reference", key = "root", files = { ["k.c"] = "int a;\n" },
+    metrics = { latency_s = 0.002, speedup = 1 } })
+  assert(run.graph:add { parents = { root }, kind = "implement", key = "root/i1", plan = "make it faster",
+    files = { ["k.c"] = "int a;\nint b;\n" }, metrics = { latency_s = 0.001, speedup = 2, timing = { bench_s = 0.5 } },
+    meta = { profile = "memory-bound: 51% of the roofline" } })
+  return run
+end
+
+t.test("httpd answers requests from tasks and streams without blocking the loop", function()
+  local srv = assert(httpd.listen { port = 0 })
+  local port = srv:port()
+  t.ok(port > 0)
+  task.spawn(function()
+    local req = srv:next()
+    t.eq(req.method, "POST")
+    t.eq(req.query.a, "1")
+    req:respond(201, "got " .. #req.body, { ["X-Test"] = "yes" })
+  end)
+  local r = assert(http.request { url = "http://127.0.0.1:" .. port .. "/p?a=1", method = "POST", body = "hello" })
+  t.eq(r.status, 201)
+  t.eq(r.body, "got 5")
+  srv:close()
+  t.eq(srv:next(), nil)
+end)
+
+t.test("a run page's stream pushes the nodes a running engine commits", function()
+  local run = make_run("live")
+  local s = assert(server.start { root = tmp .. "/runs" })
+  local req = http.open { url = "http://127.0.0.1:" .. s.port .. "/api/live/live", timeout = 30, lines = true }
+  local seen, text = {}, ""
+  local function until_has(pat)
+    while not text:find(pat) do
+      local lines = req:next_lines()
+      if not lines then error("stream ended before " .. pat) end
+      for _, l in ipairs(lines) do text = text .. l .. "\n"; seen[#seen + 1] = l end
+    end
+  end
+  until_has("event: state")
+  until_has('"n0002"')
+  assert(run.graph:add { parents = { "n0002" }, kind = "fix", key = "root/i1/fix1", files = { ["k.c"] = "int c;\n" },
+    status = "incorrect" })
+  until_has("event: nodes\ndata: [^\n]*n0003")
+  req:close()
+  s:close()
+  run:close()
+end)
+
+t.test("node details carry code, diff against the parent, plan and profile", function()
+  local run = make_run("details")
+  local s = assert(server.start { root = tmp .. "/runs" })
+  local code, body = get(s, "/api/node/details/n0002")
+  t.eq(code, 200, body)
+  local d = json.decode(body)
+  t.eq(d.plan, "make it faster")
+  t.eq(d.files[1].text, "int a;\nint b;\n")
+  t.contains(d.diff.patch, "+int b;")
+  t.eq(d.diff.parent, "n0001")
+  t.contains(d.profile, "roofline")
+  t.eq(get(s, "/api/node/details/n9999"), 404)
+  s:close()
+  run:close()
+end)
+
+t.test("answers need the token, the first one wins, bad ones are 4xx", function()
+  local run = make_run("ask")
+  local s = assert(server.start { root = tmp .. "/runs" })
+  local got
+  local asker = task.spawn(function()
+    got = ask.ask(run.dir, { key = "root/i2/plan", kind = "review", title = "plan", text = "the plan" })
+  end)
+  local id = ask.id("root/i2/plan")
+  while not ask.question(run.dir, id) do task.sleep(0.01) end
+  t.eq(post(s, "/api/run/ask/answer", { id = id, verb = "accept" }, "wrong"), 403)
+  t.eq(post(s, "/api/run/ask/answer", { id = id, verb = "frobnicate" }, s.token), 400)
+  t.eq(post(s, "/api/run/ask/answer", { id = "nope", verb = "accept" }, s.token), 404)
+  local c1 = post(s, "/api/run/ask/answer", { id = id, verb = "edit", text = "a better plan" }, s.token)
+  local c2, b2 = post(s, "/api/run/ask/answer", { id = id, verb = "reject" }, s.token)
+  t.eq(c1, 200)
+  t.eq(c2, 409)
+  t.eq(json.decode(b2).decision.verb, "edit")
+  task.await(asker)
+  t.eq(got.verb, "edit")
+  t.eq(got.text, "a better plan")
+  -- replayed, not asked again (what resume relies on)
+  t.eq(ask.ask(run.dir, { key = "root/i2/plan", kind = "review", text = "x" }).text, "a better plan")
+  s:close()
+  run:close()
+end)
+
+t.test("stop needs the token and names the session it stops", function()
+  local run = make_run("stop")
+  local s = assert(server.start { root = tmp .. "/runs" })
+  t.eq(post(s, "/api/run/stop/stop", {}, nil), 403)
+  t.ok(not fs.exists(run.dir .. "/stop.json"))
+  t.eq(post(s, "/api/run/stop/stop", {}, s.token), 200)
+  t.ok(ask.stop_requested(run.dir, { resumed = 0 }))
+  t.eq(ask.stop_requested(run.dir, { resumed = 1 }), nil) -- a later resume is not stopped by it
+  s:close()
+  run:close()
+end)
+
+t.test("paths outside the served directory and bad requests are refused, the server goes on", function()
+  make_run("safe"):close()
+  fs.write(tmp .. "/secret.txt", "OPENAI_API_KEY=sk-xyz")
+  os.execute("ln -s " .. tmp .. " " .. tmp .. "/runs/link")
+  local s = assert(server.start { root = tmp .. "/runs" })
+  t.eq(get(s, "/api/node/link/safe/n0001"), 404)
+  t.eq(get(s, "/api/live/..%2f..%2fetc"), 400)
+  t.eq(get(s, "/assets/..%2F..%2Fsearch%2Fask.lua"), 400)
+  t.eq(get(s, "/api/node/safe/n0001", { method = "DELETE" }), 405)
+  t.eq(get(s, "/nowhere"), 404)
+  t.eq(get(s, "/api/runs", { headers = { Host = "evil.example:" .. s.port } }), 421)
+  local code, body = post(s, "/api/run/safe/answer", "not an object", s.token)
+  t.eq(code, 400, body)
+  local c2, list = get(s, "/api/runs")
+  t.eq(c2, 200)
+  t.ok(not list:find("link/", 1, true), "symlinked directories are not listed")
+  s:close()
+end)
+
+return t.run()
