@@ -435,6 +435,10 @@ function Evaluator:evaluate(files, opts)
     r.message = string.format("correct; %s per call vs baseline %s (%.2fx)%s", fmt_s(r.latency_s),
       fmt_s(r.baseline_latency_s), r.speedup, tuned)
   end
+  if build.scale_note then -- a target that re-tested at a larger scale says which (pallas)
+    r.checked_at = build.checked_at
+    r.message = r.message .. "; " .. build.scale_note
+  end
   if r.timing_kind ~= "interpret" and r.speedup > 20 then
     r.suspicious = true
     r.message = r.message .. "; the speedup is unusually large: the held-out check will re-verify it"

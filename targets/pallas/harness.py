@@ -46,6 +46,7 @@ import traceback
 HARNESS_VERSION = 1
 MANIFEST = "manifest.sha256"
 STATUSES = ("ok", "compile_error", "incorrect", "timeout", "crash", "rejected")
+# ... and "rescale": no verdict at this (shrunk) test scale, see lower_checked
 
 
 class HarnessError(Exception):
@@ -1194,6 +1195,7 @@ def load_candidate(path, params=None, interpret="off", chip=None):
         _install_interpret(jax)
     if interpret == "tpu":
         emulate_chip(jax, chip, path)
+    watch_pallas_calls(jax)
     try:
         mod = _import_file(path, "mk_candidate")
     except BaseException as e:  # SystemExit from candidate code too
@@ -1307,6 +1309,145 @@ def lower_and_compile(jax, fn, args, candidate_path=None, interpret="off"):
     except BaseException as e:  # whatever compiling the candidate raises is its compile error
         raise CandidateError("compile", e)
     return compiled, {"lower_s": t1 - t0, "compile_s": time.perf_counter() - t1}
+
+
+# --------------------------------------------------------------------------
+# Escalation: a kernel whose blocks were chosen for the task's own sizes
+# (an empty grid, a block larger than the array, its own shape check) cannot
+# be judged at a shrunk test scale; the engine re-tests it at larger scales.
+# --------------------------------------------------------------------------
+
+_SCALE_HINTS = []  # why the kernel looks made for larger sizes, from the pallas_calls traced
+_CASE_HINTS = {}  # case id -> the block hints of a scaled case that lowered (see lower_checked)
+
+
+class Rescale(Exception):
+    """The case is test-scaled and the kernel is not made for it: no verdict
+    here (status "rescale"); the engine re-tests it at a larger scale."""
+
+    def __init__(self, cid, why):
+        super().__init__(why)
+        self.result = {"status": "rescale", "case": cid, "reason": why,
+                       "message": "case %s is test-scaled and the kernel is made for larger sizes: %s" % (cid, why)}
+
+
+def _spec_list(specs):
+    if specs is None:
+        return []
+    return list(specs) if isinstance(specs, (list, tuple)) else [specs]
+
+
+def _block_over(spec, shape, name):
+    block = getattr(spec, "block_shape", None)
+    if block is None or shape is None or len(block) != len(shape):
+        return None
+    if any(isinstance(b, int) and not isinstance(b, bool) and b > d for b, d in zip(block, shape)):
+        return "block %s of %s exceeds its shape %s" % (tuple(block), name, tuple(shape))
+    return None
+
+
+def scale_hints(grid, in_specs, out_specs, operands, outputs):
+    """Signs, in one pallas_call, that its sizes are smaller than the kernel
+    was written for: a grid with an empty dimension, a block larger than
+    its array in some dimension."""
+    g = tuple(grid) if isinstance(grid, (list, tuple)) else (grid,) if isinstance(grid, int) else ()
+    hints = ["empty grid %s" % (g,)] if any(isinstance(d, int) and d == 0 for d in g) else []
+    pairs = [(sp, getattr(x, "shape", None), "input %d" % i) for i, (sp, x) in
+             enumerate(zip(_spec_list(in_specs), operands))]
+    pairs += [(sp, getattr(x, "shape", None), "output %d" % i) for i, (sp, x) in
+              enumerate(zip(_spec_list(out_specs), outputs))]
+    return hints + [h for h in (_block_over(*p) for p in pairs) if h]
+
+
+def _record_hints(jax, k, args):
+    gs = k.get("grid_spec")
+    src = gs if gs is not None else None
+    grid = getattr(src, "grid", None) if src is not None else k.get("grid", ())
+    ins = getattr(src, "in_specs", None) if src is not None else k.get("in_specs")
+    outs = getattr(src, "out_specs", None) if src is not None else k.get("out_specs")
+    pre = int(getattr(src, "num_scalar_prefetch", 0) or 0) if src is not None else 0
+    out_shape = jax.tree_util.tree_leaves(k.get("out_shape"), is_leaf=lambda x: hasattr(x, "shape"))
+    _SCALE_HINTS.extend(scale_hints(grid, ins, outs, list(args)[pre:], out_shape))
+
+
+def watch_pallas_calls(jax):
+    """Wrap pl.pallas_call (before the candidate is imported) so that every
+    call traced records its scale hints in _SCALE_HINTS. Never changes what
+    the call does; a failure to read the specs records nothing."""
+    from jax.experimental import pallas as pl
+    orig = pl.pallas_call
+    if getattr(orig, "_mk_watch", False):
+        return
+
+    def pallas_call(*a, **k):
+        f = orig(*a, **k)
+        if a[1:2]:
+            k = dict(k, out_shape=a[1])
+
+        def call(*args, **kw):
+            try:
+                _record_hints(jax, k, args)
+            except Exception:  # reading specs is best effort: the call itself decides
+                pass
+            return f(*args, **kw)
+        return call
+    pallas_call._mk_watch = True
+    pl.pallas_call = pallas_call
+
+
+def own_check_raised(exc, candidate_path):
+    """Whether the exception (or one it came from) was raised by a `raise` or
+    `assert` statement of the candidate itself: its own shape check."""
+    seen = 0
+    while exc is not None and seen < 5:
+        tb = traceback.extract_tb(exc.__traceback__)
+        if tb and os.path.abspath(tb[-1].filename) == os.path.abspath(candidate_path) and \
+                (tb[-1].line or "").lstrip().startswith(("raise", "assert")):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
+
+
+def case_is_scaled(tests_dir, cid):
+    """Whether a frozen case's sizes were shrunk from the task's own: it
+    records a scale factor above 1, or one of its CONFIG entries has the
+    shrunk value (a TEST_CONFIGS entry's own sizes are the task's choice)."""
+    if not tests_dir or not cid:
+        return False
+    info, meta = read_cases(tests_dir), read_case(tests_dir, cid)
+    if (meta.get("scale_factor") or (info.get("scale") or {}).get("factor") or 1) > 1:
+        return True
+    cfg = meta.get("config") or {}
+    return any(k in cfg and cfg[k] == v for k, v in (info.get("scaled_config") or {}).items())
+
+
+def lower_checked(jax, fn, args, a, mode, cid):
+    """lower_and_compile for case `cid` of a.tests; raises Rescale instead of
+    a verdict when the case is test-scaled and the kernel is made for larger
+    sizes (scale hints, or its own check raised while tracing)."""
+    del _SCALE_HINTS[:]
+    scaled = case_is_scaled(getattr(a, "tests", None), cid)
+    try:
+        out = lower_and_compile(jax, fn, args, a.candidate, mode)
+    except CandidateError as e:
+        if scaled and (_SCALE_HINTS or (e.phase == "lower" and own_check_raised(e.exc, a.candidate))):
+            raise Rescale(cid, "; ".join(_SCALE_HINTS) or "its own check raised: %s"
+                          % error_text(e.exc, a.candidate).splitlines()[-1][:300])
+        raise
+    hints = list(dict.fromkeys(_SCALE_HINTS)) if scaled else []
+    if any(h.startswith("empty grid") for h in hints):  # its output is never written: no verdict here
+        raise Rescale(cid, "; ".join(hints))
+    if hints:  # a block larger than its array may be fine: blamed only if the case then fails
+        _CASE_HINTS[cid] = "; ".join(hints)
+    return out
+
+
+def rescale_instead(cid, verdict):
+    """A run-time failure (crash, out-of-bounds, race) of a scaled case whose
+    blocks exceed its arrays: the Rescale result instead of blaming it."""
+    if cid in _CASE_HINTS:
+        return Rescale(cid, "%s, and then: %s" % (_CASE_HINTS[cid], (verdict.get("message") or "")[:300])).result
+    return None
 
 
 def candidate_failure(err, candidate_path):
@@ -1560,6 +1701,11 @@ def _timing_kind(mode):
     return "interpret" if mode in ("tpu", "plain") else "device"
 
 
+def _bench_case(a):
+    """The case whose inputs compile/bench/profile use, or None."""
+    return (a.case or (case_ids(a.tests) or [None])[0]) if getattr(a, "tests", None) else None
+
+
 def _candidate_compiled(task, a):
     jax = _jax()
     args, statics = _bench_args(task, a)
@@ -1571,11 +1717,13 @@ def _candidate_compiled(task, a):
             return None, args, {"status": "compile_error", "phase": "import", "kind": "import",
                                 "message": "kernel.py does not define %s(); it must match: %s"
                                            % (task["entry"], task["signature"])}
-        compiled, times = lower_and_compile(jax, fn, args, a.candidate, mode)
+        compiled, times = lower_checked(jax, fn, args, a, mode, _bench_case(a))
     except CandidateRejected as e:
         return None, args, {"status": "rejected", "message": "kernel.py breaks the rules: %s" % e}
     except CandidateError as e:
         return None, args, dict(candidate_failure(e, a.candidate), interpret=mode)
+    except Rescale as r:
+        return None, args, dict(r.result, interpret=mode)
     return compiled, args, {"status": "ok", "interpret": mode, "timing": _timing_kind(mode), **times}
 
 
@@ -1613,11 +1761,13 @@ def cmd_run(a):
                          + [repr(statics)])
         try:
             if sig not in executables:
-                executables[sig], times = lower_and_compile(jax, fn, args, a.candidate, mode)
+                executables[sig], times = lower_checked(jax, fn, args, a, mode, cid)
                 own["compile_s"] += times["lower_s"] + times["compile_s"]
             compiled = executables[sig]
         except CandidateError as e:
             return candidate_failure(e, a.candidate)
+        except Rescale as r:
+            return dict(r.result, interpret=mode)
         # Two calls with fresh poison between: both outputs are checked, so
         # a kernel that does the work only on some calls is caught.
         for call in ("first", "repeat"):
@@ -1629,15 +1779,19 @@ def cmd_run(a):
                 if verdict:
                     verdict.update(case=cid, call=call, phase="run", interpret=mode,
                                    message="case %s (%s call): %s" % (cid, call, verdict["message"]))
-                    return verdict
+                    return rescale_instead(cid, verdict) or verdict
                 outs = [_to_numpy(o) for o in _leaves(out)]
             except BaseException as e:  # whatever the candidate raises (SystemExit too) is its crash
-                return {"status": "crash", "phase": "run", "case": cid, "message": error_text(e, a.candidate)}
+                crash = {"status": "crash", "phase": "run", "case": cid, "message": error_text(e, a.candidate)}
+                return rescale_instead(cid, crash) or crash
             ometa = save_arrays(os.path.join(a.outputs, "%s.%s.npz" % (cid, call)), outs)
             with open(os.path.join(a.outputs, "%s.%s.json" % (cid, call)), "w") as f:
                 json.dump({"outputs": ometa}, f)
         ran.append(cid)
-    return {"status": "ok", "cases": ran, "interpret": mode, **own}
+    res = {"status": "ok", "cases": ran, "interpret": mode, **own}
+    if _CASE_HINTS:  # if `check` fails these cases, the engine re-tests at a larger scale
+        res["rescale_hint"] = "; ".join("case %s: %s" % kv for kv in _CASE_HINTS.items())
+    return res
 
 
 def cmd_check(a):

@@ -1,7 +1,7 @@
 """Candidates as they come (issue 21): the task's whole file, kernels that ask
 for their chip, races between DMAs in flight, out-of-bounds block indices,
 Pallas cheats; on real JAX in TPU interpret mode on the CPU.
-Run: .venv/bin/python -m unittest discover -s tests/python -p 'test_pallas_candidates.py' -v
+Run: .venv/bin/python -m unittest discover -s tests/python -p 'test_candidates_pallas.py' -v
 """
 
 import ast
