@@ -99,6 +99,56 @@ class TestScreenWholeFile(unittest.TestCase):
         self.assertIn(src.index("def _kernel(x_ref, s_ref, o_ref):") + 2, lines)  # reached from workload
 
 
+class _Spec:
+    def __init__(self, block_shape):
+        self.block_shape = block_shape
+
+
+class _Arr:
+    def __init__(self, *shape):
+        self.shape = shape
+
+
+class TestScaleSigns(unittest.TestCase):
+    """What makes a test-scaled case wait for a larger scale (see
+    tests/lua/pallas_escalate_test.lua for the whole path)."""
+
+    def test_empty_grid_and_blocks_larger_than_their_arrays(self):
+        hints = H.scale_hints((0, 1, 0), [_Spec((512, 512)), _Spec((512, 256))], _Spec((512, 512)),
+                              [_Arr(256, 256), _Arr(256, 256)], [_Arr(256, 256)])
+        self.assertEqual(hints, ["empty grid (0, 1, 0)", "block (512, 512) of input 0 exceeds its shape (256, 256)",
+                                 "block (512, 256) of input 1 exceeds its shape (256, 256)",
+                                 "block (512, 512) of output 0 exceeds its shape (256, 256)"])
+        self.assertEqual(H.scale_hints((2,), [_Spec((8, 128)), _Spec(None)], [_Spec((8, 128))],
+                                       [_Arr(16, 128), _Arr(128)], [_Arr(16, 128)]), [])
+
+    def test_own_check_is_a_raise_or_assert_in_the_candidate(self):
+        path = os.path.join(CANDS, "pallas_big_blocks_checked.py")
+        ns = {}
+        with open(path) as f:
+            exec(compile(f.read(), path, "exec"), ns)
+        try:
+            ns["workload"](_Arr(256, 256), _Arr(256, 256))
+        except ValueError as e:
+            self.assertTrue(H.own_check_raised(e, path))
+        try:
+            ns["undefined_name"]
+        except KeyError as e:
+            self.assertFalse(H.own_check_raised(e, path))
+
+    def test_a_case_is_scaled_when_its_sizes_are_the_shrunk_ones(self):
+        d = tempfile.mkdtemp(prefix="mk-scaled-")
+        self.addCleanup(shutil.rmtree, d, True)
+        os.makedirs(os.path.join(d, "inputs"))
+        with open(os.path.join(d, "cases.json"), "w") as f:
+            f.write('{"scaled_config": {"rows": 256, "cols": 256}, "cases": []}')
+        for cid, cfg in (("s0", '{"rows": 256, "cols": 256}'), ("c1", '{"rows": 1, "cols": 1024}'),
+                         ("c0", '{"rows": 37, "cols": 256}')):
+            with open(os.path.join(d, "inputs", cid + ".json"), "w") as f:
+                f.write('{"config": %s}' % cfg)
+        self.assertEqual([H.case_is_scaled(d, c) for c in ("s0", "c1", "c0")], [True, False, True])
+
+
 class TestCandidateKinds(unittest.TestCase):
     """The tiny task (16 x 128) frozen with two seeds; each candidate run in
     TPU interpret mode through `harness.py test`."""
