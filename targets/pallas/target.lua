@@ -552,7 +552,8 @@ end
 local function max_size(config)
   local m = 0
   for k, v in pairs(config or {}) do
-    if math.type(v) == "integer" and not tostring(k):lower():find("seed", 1, true) and v > m then m = v end
+    v = math.tointeger(v) -- cjson gives 1024.0
+    if v and not tostring(k):lower():find("seed", 1, true) and v > m then m = v end
   end
   return m
 end

@@ -26,7 +26,8 @@ t.test("larger scales double the recorded cap up to the task's own sizes, or hal
   local d = t.tmpdir("mk-pallas-scales-")
   assert(fs.write(d .. "/cases.json", '{"test_scale": 256}'))
   local labels = {}
-  for _, s in ipairs(pallas.larger_scales({ config = { m = 1024, k = 512, n = 1024, seed = 4096 } }, d)) do
+  -- sizes as the harness's JSON gives them (cjson: 1024.0)
+  for _, s in ipairs(pallas.larger_scales({ config = { m = 1024.0, k = 512.0, n = 1024.0, seed = 4096.0 } }, d)) do
     labels[#labels + 1] = s.label
   end
   t.eq(table.concat(labels, ", "), "test scale 512, the task's own sizes")
@@ -46,7 +47,7 @@ t.test("kernels tiled for the task's sizes are checked at a larger scale, never 
   -- an empty grid at the test scale of 256: escalated to 512, where it is correct (held-out too)
   local r = ev:evaluate(read(CANDS .. "/pallas_big_blocks.py"), { tune = false })
   t.eq(r.status, "ok", r.message)
-  t.eq(r.checked_at, "test scale 512")
+  t.eq(r.checked_at, "test scale 512", r.message)
   t.contains(r.message, "checked at test scale 512 (at the test scale: empty grid (0, 0, 0)")
   local h = ev:heldout(read(CANDS .. "/pallas_big_blocks.py"))
   t.eq(h.status, "ok", h.message)
