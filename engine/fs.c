@@ -299,8 +299,9 @@ static int l_tmpdir(lua_State *L) {
 }
 
 /* lock(path) -> lock | nil, {kind="locked"}: an exclusive, non-blocking
- * flock held until :unlock() or process exit (so a killed engine never
- * leaves a stale lock). */
+ * flock held until :unlock(), the end of a `local l <close>` scope (an
+ * error leaving it included), collection or process exit (so a killed
+ * engine never leaves a stale lock). */
 typedef struct {
   int fd;
 } fs_lock;
@@ -333,7 +334,7 @@ static int l_lock(lua_State *L) {
 }
 
 int luaopen_mk_fs(lua_State *L) {
-  static const luaL_Reg lock_m[] = {{"unlock", lock_unlock}, {"__gc", lock_unlock}, {NULL, NULL}};
+  static const luaL_Reg lock_m[] = {{"unlock", lock_unlock}, {"__gc", lock_unlock}, {"__close", lock_unlock}, {NULL, NULL}};
   if (luaL_newmetatable(L, "mk.fs.lock")) {
     luaL_setfuncs(L, lock_m, 0);
     lua_pushvalue(L, -1);

@@ -17,8 +17,12 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define REPO_MT "mk.git.repo"
 
@@ -26,6 +30,7 @@ typedef struct {
   git_repository *repo;
   git_odb_backend *loose; /* the objects directory, written directly (repo_commit) */
   int loose_fsync;        /* the fsync setting it was made with */
+  int packed_ok;          /* packed-refs checked for appending (packed_prepare) */
 } mk_git_repo;
 
 static int fsync_on; /* git.fsync's setting */
@@ -75,6 +80,7 @@ static mk_git_repo *new_repo_udata(lua_State *L) {
   r->repo = NULL;
   r->loose = NULL;
   r->loose_fsync = 0;
+  r->packed_ok = 0;
   luaL_setmetatable(L, REPO_MT);
   return r;
 }
@@ -364,6 +370,113 @@ static int write_files(lua_State *L, mk_git_repo *r, int files, git_oid *tree_id
   return rc;
 }
 
+/* ---- refs appended to packed-refs -----------------------------------------
+ * A loose ref is a file created, written and renamed into place: on a real
+ * disk, as costly as the objects of a node. A new ref can instead be one
+ * line appended to packed-refs. git and libgit2 both accept a packed-refs
+ * without the "sorted" trait in any order (they sort it when they read it),
+ * so the trait is dropped before the first append; a line cut short by a
+ * crash (only a power loss can tear a write this small) is cut off before
+ * the file is read again. libgit2 may still rewrite the whole file (pack
+ * refs, delete a ref) with a lock and a rename: each append opens the file
+ * anew, so no line goes to a replaced copy. */
+
+static int packed_path(mk_git_repo *r, char *buf, size_t n) {
+  return (size_t)snprintf(buf, n, "%spacked-refs", git_repository_path(r->repo)) < n ? 0 : -1;
+}
+
+/* Write data as path's new content: a temporary file renamed over it. */
+static int replace_file(const char *path, const char *data, size_t n) {
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.lock", path);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return -1;
+  int ok = write(fd, data, n) == (ssize_t)n && (!fsync_on || fsync(fd) == 0);
+  ok = close(fd) == 0 && ok;
+  if (!ok || rename(tmp, path) < 0) {
+    unlink(tmp);
+    return -1;
+  }
+  return 0;
+}
+
+/* Make packed-refs ready for appending: no "sorted" trait, no torn last
+ * line. Returns 0 (as it was), 1 (trait dropped), 2 (a torn line cut off
+ * too) or -1 on failure. */
+static int packed_prepare(mk_git_repo *r) {
+  char path[4096];
+  if (packed_path(r, path, sizeof path)) return -1;
+  FILE *f = fopen(path, "rb");
+  if (!f) return errno == ENOENT ? 0 : -1;
+  mk_buf b = {0};
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+    if (mk_buf_add(&b, chunk, n)) break;
+  int bad = ferror(f) || n > 0;
+  fclose(f);
+  if (bad) {
+    mk_buf_free(&b);
+    return -1;
+  }
+  size_t keep = b.n;
+  while (keep > 0 && b.p[keep - 1] != '\n') keep--; /* a torn last line */
+  int torn = keep != b.n;
+  char *eol = keep ? memchr(b.p, '\n', keep) : NULL;
+  char *sorted = NULL;
+  if (eol && b.p[0] == '#') {
+    for (char *q = b.p; q + 8 <= eol; q++)
+      if (memcmp(q, " sorted ", 8) == 0 || (memcmp(q, " sorted", 7) == 0 && q + 7 == eol)) sorted = q;
+  }
+  int rc = 0;
+  if (keep != b.n || sorted) {
+    if (sorted) { /* drop " sorted" (7 bytes): the rest of the header stays */
+      memmove(sorted, sorted + 7, keep - (size_t)(sorted + 7 - b.p));
+      keep -= 7;
+    }
+    rc = replace_file(path, b.p ? b.p : "", keep) < 0 ? -1 : 1 + torn;
+  }
+  mk_buf_free(&b);
+  return rc;
+}
+
+/* Append "<oid> <name>\n" to packed-refs (created with a header if new). */
+static int packed_append(mk_git_repo *r, const char *name, const git_oid *oid) {
+  if (!r->packed_ok) {
+    if (packed_prepare(r) < 0) return -1;
+    r->packed_ok = 1;
+  }
+  char path[4096];
+  if (packed_path(r, path, sizeof path)) return -1;
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return -1;
+  mk_buf b = {0};
+  struct stat st;
+  int ok = fstat(fd, &st) == 0;
+  if (ok && st.st_size == 0) ok = !mk_buf_add(&b, "# pack-refs with: peeled fully-peeled \n", 39);
+  char hex[GIT_OID_HEXSZ + 1];
+  git_oid_tostr(hex, sizeof hex, oid);
+  ok = ok && !mk_buf_add(&b, hex, GIT_OID_HEXSZ) && !mk_buf_add(&b, " ", 1) && !mk_buf_add(&b, name, strlen(name)) &&
+       !mk_buf_add(&b, "\n", 1);
+  ok = ok && write(fd, b.p, b.n) == (ssize_t)b.n && (!fsync_on || fsync(fd) == 0);
+  ok = close(fd) == 0 && ok;
+  mk_buf_free(&b);
+  return ok ? 0 : -1;
+}
+
+/* repo:repair_refs() -> changed, torn | nil, err: make packed-refs ready
+ * for appended refs (see above); torn: a line cut short was removed. Run it
+ * before reading refs after a crash. */
+static int repo_repair_refs(lua_State *L) {
+  mk_git_repo *r = check_repo(L, 1);
+  int rc = packed_prepare(r);
+  if (rc < 0) return mk_push_error(L, "git", "cannot repair packed-refs: %s", strerror(errno));
+  r->packed_ok = 1;
+  lua_pushboolean(L, rc > 0);
+  lua_pushboolean(L, rc == 2);
+  return 2;
+}
+
 /* Append "<key><hex of oid>\n" (a commit header line): 0 or -1. */
 static int add_oid_line(mk_buf *b, const char *key, const git_oid *oid) {
   char hex[GIT_OID_HEXSZ + 1];
@@ -378,7 +491,9 @@ static int sig_ok(const char *s) { return !strpbrk(s, "<>\n"); }
  *   ref = name?, time = unix_seconds?, author = name?, email = s?}
  *   -> oid | nil, err
  * Blobs and the tree are built from the table; the commit is written, then
- * `ref` (if given) is created or moved to it. A caller who only sees the
+ * `ref` (if given) is created or moved to it; with new_ref = true the caller
+ * promises the ref does not exist yet, and it becomes one line appended to
+ * packed-refs (no file created: see packed_append). A caller who only sees the
  * return value therefore never sees a node whose commit or ref is missing. */
 static int repo_commit(lua_State *L) {
   mk_git_repo *r = check_repo(L, 1);
@@ -389,6 +504,8 @@ static int repo_commit(lua_State *L) {
   const char *message = luaL_optstring(L, -1, "");
   lua_getfield(L, 2, "ref");
   const char *refname = luaL_optstring(L, -1, NULL);
+  lua_getfield(L, 2, "new_ref");
+  int new_ref = lua_toboolean(L, -1);
   lua_getfield(L, 2, "time");
   lua_Integer when = luaL_optinteger(L, -1, (lua_Integer)time(NULL));
   lua_getfield(L, 2, "author");
@@ -459,7 +576,15 @@ static int repo_commit(lua_State *L) {
   if (mk_buf_add(&b, "\n", 1) || mk_buf_add(&b, message, strlen(message))) goto oom;
   rc = put_object(r, &commit_id, b.p, b.n, GIT_OBJECT_COMMIT);
   if (rc < 0) goto done;
-  if (refname) {
+  int valid = 0;
+  if (refname && new_ref && strncmp(refname, "refs/", 5) == 0 && git_reference_name_is_valid(&valid, refname) == 0 &&
+      valid) {
+    if (packed_append(r, refname, &commit_id) < 0) {
+      git_error_set_str(GIT_ERROR_OS, strerror(errno));
+      rc = -1;
+      what = "cannot append ref to packed-refs";
+    }
+  } else if (refname) {
     git_reference *ref = NULL;
     rc = git_reference_create(&ref, repo, refname, &commit_id, 1, message);
     git_reference_free(ref);
@@ -889,7 +1014,7 @@ int luaopen_mk_git(lua_State *L) {
       {"commit", repo_commit},       {"set_ref", repo_set_ref}, {"delete_ref", repo_delete_ref},
       {"ref", repo_ref},             {"refs", repo_refs},       {"symref", repo_symref},
       {"read", repo_read},           {"ls", repo_ls},           {"info", repo_info},
-      {"exists", repo_exists},       {"missing", repo_missing},       {"diff", repo_diff},       {"pack_refs", repo_pack_refs},
+      {"exists", repo_exists},       {"missing", repo_missing},       {"diff", repo_diff},       {"pack_refs", repo_pack_refs}, {"repair_refs", repo_repair_refs},
       {"path", repo_path},           {"close", repo_close},     {NULL, NULL}};
   if (luaL_newmetatable(L, REPO_MT)) {
     luaL_newlib(L, repo_m);

@@ -130,6 +130,7 @@ static void on_timer(uv_timer_t *t);
 static void tree_term(const mk_proc *wrapper, int64_t child_pid, uv_timer_t *grace, uv_timer_cb cb) {
   if (child_pid > 0) kill(-(pid_t)child_pid, SIGKILL);
   if (wrapper->pid > 0) kill(wrapper->pid, SIGTERM); /* not reaped yet: still ours */
+  uv_update_time(grace->loop); /* may come from Lua after a long stretch of work */
   uv_timer_start(grace, cb, KILL_GRACE_MS, 0);
 }
 
@@ -642,6 +643,9 @@ static int l_run(lua_State *L) {
   if (stdin_data) send_stdin(o, stdin_data, stdin_len);
   if (timeout > 0) {
     o->phase = PH_RUN;
+    /* the loop's clock stops while Lua works without waiting (seconds of
+     * commits): a timeout counted from it could end the run at once */
+    uv_update_time(mk_loop(L));
     uv_timer_start(&o->timer, on_timer, (uint64_t)(timeout * 1000 + 0.5), 0);
   }
   return mk_op_yield(L, &o->op);

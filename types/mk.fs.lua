@@ -87,7 +87,7 @@ function fs.tmpdir(prefix) end
 local lock = {}
 function lock:unlock() end
 
---- A lock held until :unlock() or the process dies; nil, {kind = "locked"} when another process holds it.
+--- A lock held until :unlock(), the end of its `<close>` scope or the process dies; nil, {kind = "locked"} when another process holds it.
 ---@param path string
 ---@return mk.fs.lock|nil
 ---@return mk.err|nil err

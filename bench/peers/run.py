@@ -39,9 +39,12 @@ mkengine here is the node loop of bench/peers/mkengine_loop.lua, not a whole
 no strategy choosing among many parents and no prompt assembly from a
 knowledge base, which the peers' iterations include.
 
-Per iteration = (run of N iterations - run of N0) / (N - N0), so start-up
-(imports, pools) is left out; the whole-run figure divided by N is shown
-beside it. CPU = user + system time of the system's process and every
+Wall per iteration = the time from the model's first answer to its last in
+the run of N, divided by the N - 1 iterations between them (the model
+server stamps its answers), so start-up and shut-down are left out; the
+whole run's wall divided by N is shown beside it. CPU per iteration =
+(CPU of the run of N - CPU of a run of N0) / (N - N0), again without
+start-up. CPU = user + system time of the system's process and every
 process it waited for (getrusage of the waited child). Peak memory = the
 largest sum of RSS over the system's process tree, sampled every 0.1 s (a
 whole-run figure, not per iteration). Medians over R repeats with min-max.
@@ -102,9 +105,12 @@ def measure(argv, env, log):
     return wall, ru.ru_utime + ru.ru_stime, peak, p.returncode
 
 
-def calls(url):
-    with urllib.request.urlopen(url.rsplit("/v1", 1)[0] + "/calls", timeout=10) as r:
-        return int(r.read())
+def calls(url, reset=False):
+    """(count, first, last): the model's answers since the last reset, and the
+    times of the first and the last."""
+    with urllib.request.urlopen(url.rsplit("/v1", 1)[0] + "/calls" + ("?reset" if reset else ""), timeout=10) as r:
+        n, first, last = r.read().split()
+        return int(n), float(first), float(last)
 
 
 def fmt(xs, scale=1.0, unit=""):
@@ -174,17 +180,17 @@ def main():
                 for n in (a.small, a.iterations):
                     d = os.path.join(work, "%s-%d-%d" % (name, n, r))
                     os.makedirs(d)
-                    c0 = calls(url)
+                    calls(url, reset=True)
                     wall, cpu, peak, code = measure(cmd(n, d), env, d + ".log")
-                    made = calls(url) - c0
+                    made, first, last = calls(url)
                     if code != 0 or made < n:
                         sys.stdout.write(open(d + ".log").read()[-3000:])
                         sys.exit("run.py: %s failed (exit %d, %d model calls for %d iterations); log %s.log"
                                  % (label, code, made, n, d))
-                    got[n] = (wall, cpu, peak, made)
-                (w0, c0_, _, m0), (w1, c1, p1, m1) = got[a.small], got[a.iterations]
+                    got[n] = (wall, cpu, peak, made, (last - first) / (made - 1))
+                (w0, c0_, _, m0, _), (w1, c1, p1, m1, step) = got[a.small], got[a.iterations]
                 per = res.setdefault(name, {"wall": [], "cpu": [], "peak": [], "whole": [], "calls": []})
-                per["wall"].append((w1 - w0) / (m1 - m0))
+                per["wall"].append(step)
                 per["cpu"].append((c1 - c0_) / (m1 - m0))
                 per["peak"].append(p1)
                 per["whole"].append(w1 / m1)
@@ -209,8 +215,9 @@ def main():
                 systems[name][0], fmt(p["wall"], 1e3, " ms"), fmt(p["cpu"], 1e3, " ms"), fmt(p["peak"], 2**-20, " MB"),
                 fmt(p["whole"], 1e3, " ms"), ratio(refp), ratio(ref)))
         print()
-        print("medians over %d repeat(s), (min-max); per iteration = (run of %d - run of %d) / their difference in"
-              " model calls; %s at the end" % (a.repeats, a.iterations, a.small, machine()))
+        print("medians over %d repeat(s), (min-max); wall per iteration from the model's first to its last answer;"
+              " CPU per iteration = (run of %d - run of %d) / their difference in model calls; %s at the end"
+              % (a.repeats, a.iterations, a.small, machine()))
     finally:
         srv.kill()
         srv.wait()

@@ -1,10 +1,11 @@
 --- Shared pieces of the sub-agents: their tunable defaults, the variables
 --- every prompt gets (task, target rules, hardware facts), chat through the
 --- run's model, code extraction from replies and knowledge retrieval.
-local template = require "mk.services.template"
-local targets = require "mk.eval.targets"
-local home = require "mk.home"
-local cjson = require "cjson.safe"
+local template = require("mk.services.template")
+local targets = require("mk.eval.targets")
+local home = require("mk.home")
+local cjson = require("cjson.safe")
+local retrieve = require("mk.services.retrieve")
 
 local common = {}
 
@@ -128,7 +129,6 @@ end
 --- plus the list of what was used (recorded with the node).
 function common.knowledge(ctx, query)
   if ctx.opts.kb == false then return nil, {} end
-  local retrieve = require "mk.services.retrieve"
   -- the target's own notes (a target from outside the engine's tree too)
   local extra = { table.unpack(ctx.opts.kb_dirs or {}) }
   extra[#extra + 1] = targets.kb_dir(ctx.task.target)

@@ -5,7 +5,7 @@
 --- "what I changed" that attempt's reply gave. After the same error twice it
 --- is told to change approach (and samples at the implement temperature).
 --- Returns {files, code, changed, transcript}; code nil if no code came back.
-local common = require "agents.common"
+local common = require("agents.common")
 
 local M = {}
 

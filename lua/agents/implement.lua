@@ -2,7 +2,7 @@
 --- plan, write a kernel from scratch: the zero-shot sampler; with a second
 --- parent, combine two kernels: crossover). Returns {files, code, transcript,
 --- knowledge} — code is nil when the reply had no fenced block.
-local common = require "agents.common"
+local common = require("agents.common")
 
 local M = {}
 

@@ -6,10 +6,10 @@
 --- per run with --set NAME=VALUE.
 return {
   defaults = require("agents.common").DEFAULTS,
-  plan = require "agents.plan",
-  implement = require "agents.implement",
-  fix = require "agents.fix",
-  tests = require "agents.tests",
-  tune = require "agents.tune",
-  profile = require "agents.profile",
+  plan = require("agents.plan"),
+  implement = require("agents.implement"),
+  fix = require("agents.fix"),
+  tests = require("agents.tests"),
+  tune = require("agents.tune"),
+  profile = require("agents.profile"),
 }

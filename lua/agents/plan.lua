@@ -3,7 +3,7 @@
 --- when no feedback was written), the plans this trajectory already tried
 --- and how each ended, an optional direction and knowledge-base passages,
 --- write an optimisation plan. Returns {text, knowledge, transcript} or nil, err.
-local common = require "agents.common"
+local common = require("agents.common")
 
 local M = {}
 

@@ -1,7 +1,7 @@
 --- profile: turn the target's profile of a kernel into short feedback for
 --- the next plan. Returns {text, transcript}; falls back to the raw
 --- profile text when the model fails.
-local common = require "agents.common"
+local common = require("agents.common")
 
 local M = {}
 

@@ -1,8 +1,8 @@
 --- tests: before the loop, ask the model for extra input configurations
 --- (edge shapes) that are frozen with the suite. Returns a list of size
 --- tables that passed validation (every symbol, integers in [1, max_dim]).
-local common = require "agents.common"
-local cjson = require "cjson"
+local common = require("agents.common")
+local cjson = require("cjson")
 
 local M = {}
 

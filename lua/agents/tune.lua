@@ -1,7 +1,7 @@
 --- tune: ask the model to declare the kernel's tunables and ranges (for
 --- the engine's autotuner). Returns {files, code, transcript}; when the
 --- reply has no code, the original files are kept.
-local common = require "agents.common"
+local common = require("agents.common")
 
 local M = {}
 

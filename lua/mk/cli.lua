@@ -4,7 +4,11 @@
 ---     run = function(args) ... return exit_code end }
 --- Commands are discovered from that directory, so `mkengine --help` lists
 --- exactly the commands that exist.
-local fs = require "mk.fs"
+local fs = require("mk.fs")
+local util = require("mk.services.util")
+local cjson = require("cjson")
+local home = require("mk.home")
+local utf8_text = require("mk.services.text")
 
 local cli = {}
 
@@ -12,14 +16,12 @@ local cli = {}
 ---@param msg string
 ---@param usage string|nil
 function cli.usage_error(msg, usage)
-  error(setmetatable({ exit = 2, message = msg, hint = usage },
-    { __tostring = function(e) return e.message end }), 0)
+  util.raise({ exit = 2, message = msg, hint = usage })
 end
 
 --- Raise an input error (bad task, bad run dir): one line, exit code 2.
 function cli.input_error(msg)
-  error(setmetatable({ exit = 2, message = msg },
-    { __tostring = function(e) return e.message end }), 0)
+  util.raise({ exit = 2, message = msg })
 end
 
 --- Parse options. spec.flags = {name = true}; spec.options = {name = "string"|
@@ -43,19 +45,20 @@ function cli.parse(args, spec, usage)
     if not name and a:match("^%-%a$") then name = short[a:sub(2)] or a:sub(2) end
     if name then
       name = name:gsub("%-", "_")
+      local shown = "--" .. name:gsub("_", "-") -- as the user types it
       if flags[name] then
-        if value then cli.usage_error("option --" .. name .. " takes no value", usage) end
+        if value then cli.usage_error("option " .. shown .. " takes no value", usage) end
         opts[name] = true
       elseif options[name] then
         if not value then
           i = i + 1
           value = args[i]
-          if value == nil then cli.usage_error("option --" .. name:gsub("_", "-") .. " needs a value", usage) end
+          if value == nil then cli.usage_error("option " .. shown .. " needs a value", usage) end
         end
         local kind = options[name]
         if kind == "number" then
           local n = tonumber(value)
-          if not n then cli.usage_error("option --" .. name:gsub("_", "-") .. " needs a number, got '" .. value .. "'", usage) end
+          if not n then cli.usage_error("option " .. shown .. " needs a number, got '" .. value .. "'", usage) end
           opts[name] = n
         elseif kind == "list" then
           opts[name] = opts[name] or {}
@@ -75,7 +78,7 @@ function cli.parse(args, spec, usage)
 end
 
 local function commands()
-  local dir = require("mk.home").path("lua/mk/cli")
+  local dir = home.path("lua/mk/cli")
   local names = {}
   for _, f in ipairs(fs.list(dir) or {}) do
     local n = f:match("^([%w_]+)%.lua$")
@@ -86,7 +89,7 @@ end
 
 function cli.help()
   local lines = {
-    "mkengine " .. require("mk.home").version .. " — a Lua-scriptable agent engine for generating and optimising kernels",
+    "mkengine " .. home.version .. " — a Lua-scriptable agent engine for generating and optimising kernels",
     "",
     "usage: mkengine COMMAND [ARGS...]",
     "",
@@ -103,17 +106,28 @@ function cli.help()
   return table.concat(lines, "\n")
 end
 
+--- `text` read by `parse` (a function returning value | nil, {message}),
+--- nil when text is nil; a text parse refuses is a usage error (exit 2).
+---@param text string|nil
+---@param parse function
+---@param usage string|nil
+function cli.parsed(text, parse, usage)
+  if text == nil then return nil end
+  local v, err = parse(text)
+  if v == nil then cli.usage_error(err.message, usage) end
+  return v
+end
+
 --- Fail with one line (a run or engine failure, not bad input): exit code 1.
 function cli.fail(msg)
-  error(setmetatable({ exit = 1, message = msg:match("^[^\n]*") },
-    { __tostring = function(e) return e.message end }), 0)
+  util.raise({ exit = 1, message = msg:match("^[^\n]*") })
 end
 
 --- JSON text for stdout: valid UTF-8 whatever a model, a compiler or a
 --- kernel wrote (invalid bytes become U+FFFD).
 ---@param v any
 function cli.json(v)
-  return require("cjson").encode(require("mk.services.text").clean(v))
+  return cjson.encode(utf8_text.clean(v))
 end
 
 --- Entry point called by the C main with the raw argv (without argv[0]).
@@ -128,10 +142,10 @@ function cli.main(args)
     return 0
   end
   if cmd == "--version" or cmd == "-V" then
-    io.stdout:write("mkengine ", require("mk.home").version, "\n")
+    io.stdout:write("mkengine ", home.version, "\n")
     return 0
   end
-  if not cmd:match("^[%w_]+$") or not fs.exists(require("mk.home").path("lua/mk/cli/" .. cmd .. ".lua")) then
+  if not cmd:match("^[%w_]+$") or not fs.exists(home.path("lua/mk/cli/" .. cmd .. ".lua")) then
     cli.usage_error("unknown command '" .. cmd .. "'", "run 'mkengine --help' for the list of commands")
   end
   local m = require("mk.cli." .. cmd)

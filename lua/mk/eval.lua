@@ -5,11 +5,12 @@
 --- time; benchmarks and profiles hold the device exclusively. On the CPU
 --- (target c) compiles and test runs share the device, so a benchmark also
 --- waits for them to finish and keeps them out while it runs.
-local fs = require "mk.fs"
-local task_lib = require "mk.services.task"
-local targets = require "mk.eval.targets"
-local util = require "mk.services.util"
-local suites = require "mk.eval.suites"
+local fs = require("mk.fs")
+local task_lib = require("mk.services.task")
+local targets = require("mk.eval.targets")
+local util = require("mk.services.util")
+local suites = require("mk.eval.suites")
+local workdir = require("mk.services.workdir")
 
 local M = {}
 
@@ -61,23 +62,25 @@ end
 local Evaluator = {}
 Evaluator.__index = Evaluator
 
+-- The task in directory `dir` (a bad one raises at M.new's caller).
+local function loaded_task(dir)
+  local t, err = targets.load_task(dir)
+  if not t then error("eval.new: " .. err.message, 3) end
+  return t
+end
+
 --- Create an evaluator for `task` (a table from mk.eval.targets.load_task, or a
 --- task directory).
 ---@param task table|string
 ---@param opts table|nil see docs/api/eval.md (tests_dir, workdir, jobs, timeout, seed, threads, bench, ...)
 function M.new(task, opts)
   opts = opts or {}
-  if type(task) == "string" then
-    local t, err = targets.load_task(task)
-    if not t then error("eval.new: " .. err.message, 2) end
-    task = t
-  end
+  if type(task) == "string" then task = loaded_task(task) end
   if type(task) ~= "table" or not task.target then error("eval.new: task must be a loaded task", 2) end
   local self = setmetatable({}, Evaluator)
   self.task = task
   self.target = targets.get(task.target)
   self.opts = opts
-  local workdir = require "mk.services.workdir"
   if opts.workdir then
     self.root = opts.workdir
     fs.mkdirs(self.root)
@@ -140,13 +143,16 @@ function Evaluator:_exclusive_q(acct, fn, ...)
   return queued(acct, function(f, ...) return self:_exclusive(f, ...) end, fn, ...)
 end
 
+-- self[field] when it is known, else asked of the worker once (op on the
+-- pool) and kept.
+function Evaluator:_once(field, op)
+  if self[field] == nil then self[field] = self:_remote(op) end
+  return self[field]
+end
+
 --- Freeze the tests (idempotent; verifies the manifest when it exists).
 function Evaluator:freeze()
-  if self.frozen then return self.frozen end
-  if self.pool then
-    self.frozen = self:_remote("freeze")
-    return self.frozen
-  end
+  if self.frozen or self.pool then return self:_once("frozen", "freeze") end
   local fopts = { threads = self.opts.threads, bench_sizes = self.opts.bench_sizes, llc_bytes = self.opts.llc_bytes }
   if self.use_suites then
     -- found or frozen in the shared cache; the target's freeze below then
@@ -156,15 +162,13 @@ function Evaluator:freeze()
       return self.target.freeze(self.task, dir, fopts)
     end)
     local err = not path and made
-    if not path then error(setmetatable({ kind = "freeze", message = err },
-      { __tostring = function(e) return "freeze: " .. e.message end }), 0) end
+    if not path then util.raise({ kind = "freeze", message = err }, "freeze: ") end
     self.tests_dir = path
     self.fresh_suite = made == true
   end
   local r = self:_exclusive(self.target.freeze, self.task, self.tests_dir, fopts)
   if self.suite_key and self.fresh_suite then r.fresh = true end
-  if r.status ~= "ok" then error(setmetatable({ kind = "freeze", message = r.message },
-    { __tostring = function(e) return "freeze: " .. e.message end }), 0) end
+  if r.status ~= "ok" then util.raise({ kind = "freeze", message = r.message }, "freeze: ") end
   self.frozen = r
   return r
 end
@@ -183,11 +187,7 @@ end
 --- With opts.baseline_cache (and the suite cache), a baseline measured
 --- before on this machine with the same settings is reused (r.cached).
 function Evaluator:baseline()
-  if self.base then return self.base end
-  if self.pool then
-    self.base = self:_remote("baseline")
-    return self.base
-  end
+  if self.base or self.pool then return self:_once("base", "baseline") end
   self:freeze()
   local bopts = self:_bench_opts { workdir = self.root .. "/baseline" }
   local bkey
@@ -203,8 +203,7 @@ function Evaluator:baseline()
     end
   end
   local r = self:_exclusive(self.target.baseline, self.task, bopts)
-  if r.status ~= "ok" then error(setmetatable({ kind = "baseline", message = r.message },
-    { __tostring = function(e) return "baseline: " .. e.message end }), 0) end
+  if r.status ~= "ok" then util.raise({ kind = "baseline", message = r.message }, "baseline: ") end
   if bkey then suites.put_baseline(bkey, r) end
   self.base = r
   self:_restock(self.opts.probes or 3) -- the first candidate's probes, made while the model writes it
@@ -218,11 +217,7 @@ local function files_of(self, files)
 end
 
 local function key_of(files, defines)
-  local names = {}
-  for k in pairs(files) do names[#names + 1] = k end
-  table.sort(names)
-  local parts = {}
-  for _, k in ipairs(names) do parts[#parts + 1] = k .. "\0" .. files[k] end
+  local parts = { util.files_key(files) }
   local dn = {}
   for k in pairs(defines or {}) do dn[#dn + 1] = k end
   table.sort(dn)
@@ -312,6 +307,158 @@ local function fail(status, message, extra)
   return r
 end
 
+-- One local evaluation of candidate files (E below): the evaluator, the
+-- files and options, its cache key, and where its time went (docs/api/eval.md,
+-- "timing"): acct holds compile/test/bench/check/queue seconds and cpu.s,
+-- the CPU seconds of the processes it ran (targets add what each of their
+-- processes used: compiler, runs, checks).
+local Evaluation = {}
+Evaluation.__index = Evaluation
+
+-- Time spent and device time so far, the result cached unless the machine failed.
+function Evaluation:finish(r)
+  local ev, acct = self.ev, self.acct
+  if self.restock then ev:_restock(self.restock) end -- probes to make ahead (profile included)
+  r.device_s = self.device_s
+  r.cpu_s = acct.cpu.s
+  r.wall_s = task_lib.now() - self.t0
+  local tm = { compile_s = acct.compile_s, test_s = acct.test_s, bench_s = acct.bench_s, check_s = acct.check_s,
+    queue_s = acct.queue_s, setup_s = self.setup_s + (acct.setup_s or 0), wall_s = r.wall_s,
+    bench_parts = acct.bench_parts }
+  tm.engine_s = math.max(0, r.wall_s - tm.compile_s - tm.test_s - tm.bench_s - tm.check_s - tm.queue_s - tm.setup_s)
+  r.timing = tm
+  if r.status ~= "infra" then ev.cache[self.key] = r end -- the next try may find the machine mended
+  return r
+end
+
+-- Compile and test one configuration: the test result with its build.
+function Evaluation:try(defines)
+  local b = self.ev:_compile(self.files, defines, self.acct)
+  if b.status ~= "ok" then return b end
+  local tr = self.ev:_test(b, "search", self.acct)
+  self.device_s = self.device_s + (tr.wall_s or 0)
+  tr.build = b
+  return tr
+end
+
+-- Time one built configuration of the autotune (short benchmark settings).
+function Evaluation:time_config(build)
+  local ev = self.ev
+  local tbo = ev:_bench_opts(ev.opts.tune_bench or { min_time = 0.2, min_reps = 3, max_reps = 50, warmup = 1 })
+  tbo.cpu = self.acct.cpu
+  local br = ev:_exclusive_q(self.acct, ev.target.bench, ev.task, build, tbo)
+  self.device_s = self.device_s + (br.wall_s or 0)
+  add_bench(self.acct, br)
+  return br
+end
+
+-- Autotune: compile/test every configuration (jobs at a time), then time
+-- them one by one. Returns the tune record and the fastest build (nil when
+-- none was correct), or nil, message when the machine failed.
+function Evaluation:autotune(tunables)
+  local budget = self.opts.tune_budget or self.ev.opts.tune_budget or 8
+  local configs, space = configs_of(tunables, budget, self.ev.seed)
+  local handles = {}
+  for i, cfg in ipairs(configs) do handles[i] = task_lib.spawn(self.try, self, cfg) end
+  local tried, best, best_lat, best_params = {}, nil, nil, nil
+  for i, h in ipairs(handles) do
+    local ok, tr = pcall(task_lib.await, h)
+    if not ok then tr = { status = "error", message = tostring(tr) } end
+    local entry = { params = configs[i], status = tr.status, message = tr.message ~= "" and tr.message or nil }
+    if tr.status == "ok" then
+      local br = self:time_config(tr.build)
+      entry.status, entry.latency_s = br.status, br.latency_s
+      if br.status == "ok" and (not best_lat or br.latency_s < best_lat) then
+        best, best_lat, best_params = tr.build, br.latency_s, configs[i]
+      end
+    end
+    tried[#tried + 1] = entry
+    if verdict(entry.status) == "infra" then return nil, entry.message end
+  end
+  return { params = best_params or {}, tried = tried, space = space, budget = budget }, best
+end
+
+-- The final benchmark, which also times fresh inputs (probes) against
+-- caching cheats; the reference's outputs for them were made ahead when
+-- possible.
+function Evaluation:final_bench(build)
+  local ev, acct = self.ev, self.acct
+  local nprobes = ev.opts.probes or 3
+  local stock = ev:_take_stock(acct)
+  if stock then self.device_s = self.device_s + (stock.wall_s or 0) end
+  local br = ev:_exclusive_q(acct, ev.target.bench, ev.task, build,
+    ev:_bench_opts { counters = self.opts.profile, probes = nprobes, cpu = acct.cpu, probe_stock = stock })
+  self.restock = nprobes
+  self.device_s = self.device_s + (br.wall_s or 0)
+  add_bench(acct, br)
+  acct.bench_parts = br.runner
+  return br
+end
+
+-- The verdict of a correct, benchmarked candidate against the baseline.
+function Evaluation:correct_result(br, tune)
+  local ev = self.ev
+  local tb0 = task_lib.now()
+  local base = ev:baseline()
+  self.acct.setup_s = task_lib.now() - tb0 -- measuring the baseline, the first time
+  local r = {
+    status = "ok", correct = true, latency_s = br.latency_s, spread = br.spread, reps = br.reps,
+    baseline_latency_s = base.latency_s, speedup = base.latency_s / br.latency_s, tune = tune,
+    timing_kind = br.timing_kind, -- "interpret": an interpreter's speed, not a kernel timing
+    probes_ahead = br.probes_ahead, -- the probes' reference outputs were made before the benchmark
+  }
+  local fmt_s = ev.target.fmt_s or util.fmt_s
+  r.message = string.format("correct; %s per call vs baseline %s (%.2fx)%s", fmt_s(r.latency_s),
+    fmt_s(r.baseline_latency_s), r.speedup, tune and (", tuned " .. fmt_params(tune.params)) or "")
+  if r.timing_kind == "interpret" then
+    r.message = r.message .. " [interpret timings: not kernel timings]"
+  elseif r.speedup > 20 then
+    r.suspicious = true
+    r.message = r.message .. "; the speedup is unusually large: the held-out check will re-verify it"
+  end
+  return r
+end
+
+-- The profile of the chosen build into r.profile; nil, message when the
+-- machine failed.
+function Evaluation:profile(build, br, r)
+  local ev = self.ev
+  local pr = ev:_exclusive_q(self.acct, ev.target.profile, ev.task, build,
+    { tests_dir = ev.tests_dir, latency_s = br.latency_s, threads = ev.opts.threads, bench = br,
+      scratch = ev.scratch, cpu = self.acct.cpu })
+  self.device_s = self.device_s + (pr.wall_s or 0)
+  if verdict(pr.status) == "infra" then return nil, "profile: " .. tostring(pr.message) end
+  self.acct.bench_s = self.acct.bench_s + (pr.wall_s or 0)
+  r.profile = pr.status == "ok" and pr or { text = "profile failed: " .. pr.message, status = pr.status }
+  return r
+end
+
+-- Compile and test, autotune when asked, benchmark, compare with the
+-- baseline, profile when asked.
+function Evaluation:run(tunables, do_tune)
+  local first = self:try(nil)
+  if first.status ~= "ok" then return self:finish(fail(first.status, first.message, { log = first.log })) end
+  local build, tune = first.build, nil
+  if do_tune then
+    local best
+    tune, best = self:autotune(tunables)
+    if not tune then return self:finish(fail("infra", best)) end
+    build = best or build
+  end
+  local br = self:final_bench(build)
+  if br.status ~= "ok" then
+    return self:finish(fail(br.status, br.message, { tune = tune, probes_ahead = br.probes_ahead }))
+  end
+  local r = self:correct_result(br, tune)
+  if self.opts.profile then
+    local pr, why = self:profile(build, br, r)
+    if not pr then return self:finish(fail("infra", why)) end
+  end
+  self.ev.last_build = self.ev.last_build or {}
+  self.ev.last_build[key_of(self.files)] = build
+  return self:finish(r)
+end
+
 --- Evaluate candidate files. opts: tune (default true when the file declares
 --- tunables), profile (default false), tune_budget.
 ---@param files table|string {["kernel.c"] = source} or the source text
@@ -332,6 +479,7 @@ function Evaluator:evaluate(files, opts)
   local do_tune = opts.tune ~= false and #tunables > 0
   local key = key_of(files) .. (do_tune and "\2tune" or "") .. (opts.profile and "\2prof" or "")
   if self.cache[key] then return self.cache[key] end
+<<<<<<< HEAD
   local device_s = 0
   -- where this evaluation's time went (docs/api/eval.md, "timing")
   -- cpu.s: CPU seconds of the processes the evaluation ran (targets add
@@ -455,6 +603,12 @@ function Evaluator:evaluate(files, opts)
   self.last_build = self.last_build or {}
   self.last_build[key_of(files)] = build
   return finish(r)
+=======
+  local E = setmetatable({ ev = self, files = files, opts = opts, key = key, t0 = t0, device_s = 0,
+    acct = { compile_s = 0, test_s = 0, bench_s = 0, check_s = 0, queue_s = 0, cpu = { s = 0 } },
+    setup_s = task_lib.now() - t0 }, Evaluation) -- setup: freezing or verifying the suite, the first time
+  return E:run(tunables, do_tune)
+>>>>>>> main
 end
 
 --- Benchmark files that `evaluate` measured before once more, on the same
@@ -529,7 +683,7 @@ function Evaluator:close()
   -- frozen files are read-only, but their directories are not: rm_rf works
   if self.root and not self.opts.workdir and not self.opts.keep then fs.rm_rf(self.root) end
   if self.scratch_lock then
-    require("mk.services.workdir").release(self.scratch, self.scratch_lock)
+    workdir.release(self.scratch, self.scratch_lock)
   elseif self.scratch then
     fs.rm_rf(self.scratch)
   end

@@ -230,12 +230,18 @@ static double rms_of(const void *want, mkc_dtype dt, size_t count) {
     const float *W = want;
     for (size_t i = 0; i < count; i++) {
       double w = W[i];
-      if (isfinite(w)) { sum += w * w; nf++; }
+      if (isfinite(w)) {
+        sum += w * w;
+        nf++;
+      }
     }
   } else {
     for (size_t i = 0; i < count; i++) {
       double w = mkc_get(want, dt, i);
-      if (isfinite(w)) { sum += w * w; nf++; }
+      if (isfinite(w)) {
+        sum += w * w;
+        nf++;
+      }
     }
   }
   return nf ? sqrt(sum / (double)nf) : 0;
@@ -246,12 +252,16 @@ static double rms_of(const void *want, mkc_dtype dt, size_t count) {
 static int element_wrong(const cmp_line *c, const void *got, const void *want, size_t i, verdict *v, double *ratio) {
   int isf = c->dt == MKC_F32 || c->dt == MKC_F64, b;
   double g = mkc_get(got, c->dt, i), w = mkc_get(want, c->dt, i), err = 0, tol = v->atol_eff + c->rtol * fabs(w);
-  if (mkc_is_poison(got, c->dt, i)) { v->unwritten++; b = 1; }
-  else if (!isf) b = g != w;
+  if (mkc_is_poison(got, c->dt, i)) {
+    v->unwritten++;
+    b = 1;
+  } else if (!isf) b = g != w;
   else if (isnan(w)) b = !isnan(g);
   else if (isinf(w)) b = g != w;
-  else if (!isfinite(g)) { v->nonfinite++; b = 1; }
-  else {
+  else if (!isfinite(g)) {
+    v->nonfinite++;
+    b = 1;
+  } else {
     err = fabs(g - w);
     if (err > v->max_err) v->max_err = err;
     b = err > tol;
@@ -274,7 +284,10 @@ static void scan_elements(const cmp_line *c, const void *got, const void *want, 
     if (!element_wrong(c, got, want, i, v, &ratio)) continue;
     v->bad++;
     if (v->first_bad == (size_t)-1) v->first_bad = i;
-    if (ratio > worst_ratio) { worst_ratio = ratio; v->worst = i; }
+    if (ratio > worst_ratio) {
+      worst_ratio = ratio;
+      v->worst = i;
+    }
   }
 }
 
@@ -343,7 +356,8 @@ static void print_result(const cmp_line *c, verdict *v) {
   mkc_json_str(&b, c->name);
   if (v->tampered) mkc_printf(&b, ",\"ok\":false,\"tampered\":true");
   else
-    mkc_printf(&b, ",\"ok\":%s,\"bad\":%zu,\"count\":%zu,\"unwritten\":%zu,\"nonfinite\":%zu,\"max_err\":%.6g,\"rms\":%.6g",
+    mkc_printf(&b,
+               ",\"ok\":%s,\"bad\":%zu,\"count\":%zu,\"unwritten\":%zu,\"nonfinite\":%zu,\"max_err\":%.6g,\"rms\":%.6g",
                v->ok ? "true" : "false", v->bad, c->count, v->unwritten, v->nonfinite,
                isfinite(v->max_err) ? v->max_err : 1e308, v->rms);
   mkc_printf(&b, ",\"message\":");

@@ -465,8 +465,16 @@ static void parse_arg(case_t *cur, char **t, int n, int line) {
   a->in_fd = a->save_fd = -1;
   snprintf(a->name, sizeof a->name, "%s", t[2]);
   const char *k = t[1];
-  if (!strcmp(k, "int")) { a->kind = K_INT; a->ival = atoi(t[3]); return; }
-  if (!strcmp(k, "float")) { a->kind = K_FLOAT; a->fval = strtof(t[3], NULL); return; }
+  if (!strcmp(k, "int")) {
+    a->kind = K_INT;
+    a->ival = atoi(t[3]);
+    return;
+  }
+  if (!strcmp(k, "float")) {
+    a->kind = K_FLOAT;
+    a->fval = strtof(t[3], NULL);
+    return;
+  }
   a->kind = !strcmp(k, "in") ? K_IN : !strcmp(k, "out") ? K_OUT : !strcmp(k, "inout") ? K_INOUT : -1;
   if (a->kind < 0) fail("plan line %d: unknown arg kind %s", line, k);
   need(t, n, 5, line);
@@ -491,8 +499,10 @@ static int parse_setting(char **t, int n, int line) {
   else if (!strcmp(d, "mode")) snprintf(P.mode, sizeof P.mode, "%s", t[1]);
   else if (!strcmp(d, "so")) snprintf(P.so, sizeof P.so, "%s", t[1]);
   else if (!strcmp(d, "blob")) P.blob_fd = open_save(t[1]);
-  else if (!strcmp(d, "tol")) { P.atol = atof(t[1]); P.rtol = atof(t[2]); }
-  else if (!strcmp(d, "counters")) P.counters = atoi(t[1]);
+  else if (!strcmp(d, "tol")) {
+    P.atol = atof(t[1]);
+    P.rtol = atof(t[2]);
+  } else if (!strcmp(d, "counters")) P.counters = atoi(t[1]);
   else if (!strcmp(d, "probes")) P.probes = atoi(t[1]);
   else P.trusted = atoi(t[1]);
   return 1;
@@ -735,7 +745,7 @@ static void emit_out(mk_buf *b, case_t *c, arg_t *a, const unsigned char *data, 
   mkc_printf(b, ",\"name\":");
   mkc_json_str(b, a->name);
   mkc_printf(b, ",\"offset\":%lld,\"bytes\":%zu,\"hash\":\"%016llx\"}", (long long)P.blob_off, a->bytes,
-         (unsigned long long)mkc_hash64(data, a->bytes));
+             (unsigned long long)mkc_hash64(data, a->bytes));
   P.blob_off += (off_t)a->bytes;
   *first = 0;
 }
@@ -923,7 +933,7 @@ static int median_settled(const double *times, double *scratch, int n) {
 typedef struct {
   int R;
   void *(*argv)[64];
-  unsigned char *flush; /* the old flush's buffer, where eviction is not possible */
+  unsigned char *flush;            /* the old flush's buffer, where eviction is not possible */
   double *times, *clean, *scratch; /* each max_reps long */
   int reps, nclean;
   long calls, bad_calls;
@@ -1091,13 +1101,14 @@ static void emit_bench_stats(mk_buf *b, bench_t *B) {
   mkc_printf(b, ",\"cpu_per_call_s\":%.9g", n ? B->cpu_loop / n : 0);
   /* where the runner's time went: input sets made, the whole call loop, and
    * within it the per-call poisoning and the per-call output checks */
-  mkc_printf(b, ",\"setup_s\":%.6g,\"loop_s\":%.6g,\"prep_s\":%.6g,\"verify_s\":%.6g", B->setup_s, B->loop_s,
-             B->prep_s, B->verify_s);
+  mkc_printf(b, ",\"setup_s\":%.6g,\"loop_s\":%.6g,\"prep_s\":%.6g,\"verify_s\":%.6g", B->setup_s, B->loop_s, B->prep_s,
+             B->verify_s);
   mkc_printf(b, ",\"clean\":%d,\"median_undisturbed_s\":%.9g", B->nclean, median_sorted(B->clean, B->nclean));
   const double *st = B->times;
   mkc_printf(b, ",\"median_s\":%.9g", median_sorted(st, n));
   mkc_printf(b, ",\"min_s\":%.9g,\"max_s\":%.9g", n ? st[0] : 0, n ? st[n - 1] : 0);
-  mkc_printf(b, ",\"p10_s\":%.9g,\"p90_s\":%.9g", n ? st[n / 10] : 0, n ? st[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1] : 0);
+  mkc_printf(b, ",\"p10_s\":%.9g,\"p90_s\":%.9g", n ? st[n / 10] : 0,
+             n ? st[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1] : 0);
 }
 
 /* Hardware counters over the timed calls, per call. */

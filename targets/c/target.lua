@@ -4,11 +4,15 @@
 --- on frozen inputs; targets/c/mkc-check compares its outputs with the frozen
 --- expected outputs in a separate, unsandboxed process. See
 --- docs/task-format.md and docs/api/targets.md.
-local fs = require "mk.fs"
-local proc = require "mk.proc"
-local cjson = require "cjson.safe"
-local util = require "mk.services.util"
-local hash = require "mk.hash"
+local fs = require("mk.fs")
+local proc = require("mk.proc")
+local cjson = require("cjson.safe")
+local guard = require("mk.services.guard")
+local hash = require("mk.hash")
+local home = require("mk.home")
+local sandbox = require("mk.services.sandbox")
+local task_lib = require("mk.services.task")
+local util = require("mk.services.util")
 
 local M = { name = "c" }
 
@@ -37,7 +41,6 @@ local function exists_exe(p) return p and fs.exists(p) end
 local found_bins
 function M.binaries()
   if found_bins then return found_bins end
-  local home = require("mk.home")
   local dirs = {}
   if os.getenv("MKC_BIN_DIR") then dirs[#dirs + 1] = os.getenv("MKC_BIN_DIR") end
   local beside = home.helper("targets/c/mkc-run", "share/mkengine/targets/c/bin/mkc-run")
@@ -198,7 +201,6 @@ function M.load(dir)
   if not chunk then return bad(err) end
   -- the file is code: bounded in CPU time and memory (an endless loop or a
   -- runaway table must end in a clear error, not a hung engine)
-  local guard = require "mk.services.guard"
   local ok, t = guard.call(dir .. "/task.lua", nil, chunk)
   if not ok then return bad(type(t) == "table" and t.message or (dir .. "/task.lua: " .. tostring(t))) end
   local okv, task, verr = guard.call(dir .. "/task.lua", nil, validate, t, dir)
@@ -309,7 +311,7 @@ local function run_sandboxed(argv, opts)
     limits = opts.limits,
     sandbox = { workdir = opts.workdir, ro = opts.ro, rw = opts.rw, network = false },
   }
-  local r, err = proc.run(require("mk.services.sandbox").apply(spec))
+  local r, err = proc.run(sandbox.apply(spec))
   if not r then return nil, err end
   -- opts.cpu: the evaluation's accumulator of its processes' CPU seconds
   if opts.cpu then opts.cpu.s = opts.cpu.s + (r.cpu_s or 0) end
@@ -533,10 +535,10 @@ function M.compile(task, files, workdir, opts)
   argv[#argv + 1] = task.candidate_file
   argv[#argv + 1] = "mk_glue.c"
   argv[#argv + 1] = "-lm"
-  local started = require("mk.services.task").now()
+  local started = task_lib.now()
   local r, err = run_sandboxed(argv, { workdir = workdir, timeout = opts.timeout or 120,
     limits = { mem_mb = 4096, fsize_mb = 512 }, max_output = 1 << 20, cpu = opts.cpu })
-  local wall = require("mk.services.task").now() - started
+  local wall = task_lib.now() - started
   local base = { workdir = workdir, defines = defines, compile_s = wall, wall_s = wall,
     cpu_s = r and r.cpu_s or 0 } -- the compiler's
   if not r then return result("error", "cannot run the compiler: " .. tostring(err and err.message), base) end
@@ -613,9 +615,9 @@ end
 -- (optional): its s by the checker's CPU seconds.
 local function checker(plan, acct, cpu)
   local b = M.binaries()
-  local t0 = require("mk.services.task").now()
+  local t0 = task_lib.now()
   local r, err = proc.run { argv = { b.check }, stdin = plan, timeout = 600, max_output = 64 << 20 }
-  if acct then acct.check_s = (acct.check_s or 0) + (require("mk.services.task").now() - t0) end
+  if acct then acct.check_s = (acct.check_s or 0) + (task_lib.now() - t0) end
   if not r then return nil, "cannot run mkc-check: " .. tostring(err and err.message) end
   if cpu then cpu.s = cpu.s + (r.cpu_s or 0) end
   local j = cjson.decode(r.stdout or "")
@@ -638,53 +640,41 @@ local function task_fingerprint(task)
   return string.format("%s:%d:%08x", task.name, #ids, h)
 end
 
---- Freeze the test suite of `task` into tests_dir (idempotent).
-function M.freeze(task, tests_dir, opts)
-  opts = opts or {}
-  local t0 = require("mk.services.task").now()
-  local okd, derr = fs.mkdirs(tests_dir)
-  if not okd or not fs.isdir(tests_dir) then
-    return result("error", "cannot create the tests directory " .. tests_dir .. ": " .. tostring(derr and derr.message or "not a directory"))
+-- An existing frozen suite: the same task version and benchmark size, and
+-- no file changed since it was frozen.
+local function verify_frozen(task, tests_dir, meta, opts, t0)
+  if meta.task ~= task_fingerprint(task) or (opts.bench_sizes and size_label(task, opts.bench_sizes)
+      ~= size_label(task, meta.bench_sizes)) then
+    return result("error", "tests in " .. tests_dir .. " were frozen for a different version of task " .. task.name)
   end
-  tests_dir = fs.realpath(tests_dir)
-  local meta = read_meta(tests_dir)
-  if meta and fs.exists(tests_dir .. "/manifest.sha256") then
-    if meta.task ~= task_fingerprint(task) or (opts.bench_sizes and size_label(task, opts.bench_sizes)
-        ~= size_label(task, meta.bench_sizes)) then
-      return result("error", "tests in " .. tests_dir .. " were frozen for a different version of task " .. task.name)
-    end
-    local vl = manifest_lines(tests_dir, meta)
-    vl[#vl + 1] = "verify"
-    local j, err = checker(table.concat(vl, "\n") .. "\n")
-    if not j then return result("error", err) end
-    if not j.ok then return result("error", "frozen tests were modified: " .. tostring(j.error)) end
-    return result("ok", "", { fresh = false, cases = meta.ncases, manifest = tests_dir .. "/manifest.sha256",
-      manifest_sha = meta.manifest_sha, wall_s = require("mk.services.task").now() - t0, meta = meta })
-  end
-  -- compile the reference like a candidate (trusted: no screen)
-  local bdir = tests_dir .. "/.reference"
-  local b = M.compile(task, { [task.candidate_file] = task.reference }, bdir, { trusted = true })
-  if b.status ~= "ok" then return result("error", "the reference does not compile: " .. b.message) end
-  local bench_sizes = opts.bench_sizes or task.sizes
-  for _, a in ipairs(task.args) do
-    if a.shape and not dims_of(a, bench_sizes) then return result("error", "opts.bench_sizes lacks a size symbol") end
-  end
+  local vl = manifest_lines(tests_dir, meta)
+  vl[#vl + 1] = "verify"
+  local j, err = checker(table.concat(vl, "\n") .. "\n")
+  if not j then return result("error", err) end
+  if not j.ok then return result("error", "frozen tests were modified: " .. tostring(j.error)) end
+  return result("ok", "", { fresh = false, cases = meta.ncases, manifest = tests_dir .. "/manifest.sha256",
+    manifest_sha = meta.manifest_sha, wall_s = task_lib.now() - t0, meta = meta })
+end
+
+-- The frozen suite's layout: rotating input sets, so a timed call rarely
+-- finds its inputs cached: at least 2, at most 16 and at most 64 MB of
+-- them unless 2 need more (every set is frozen, read by each benchmark,
+-- and its outputs checked after it); when they cover less than twice the
+-- last-level cache, the runner evicts each timed call's own data from the
+-- caches before it (flush_bytes > 0 turns that on; see
+-- targets/c/runner.c, evict_case).
+local function suite_meta(task, opts, bench_sizes)
   local per_set = set_bytes(task, bench_sizes)
-  -- rotating input sets, so a timed call rarely finds its inputs cached:
-  -- at least 2, at most 16 and at most 64 MB of them unless 2 need more
-  -- (every set is frozen, read by each benchmark, and its outputs checked
-  -- after it); when they cover less than twice the last-level cache, the
-  -- runner evicts each timed call's own data from the caches before it
-  -- (flush_bytes > 0 turns that on; see targets/c/runner.c, evict_case)
   local llc = opts.llc_bytes or llc_bytes()
   local sets = math.max(2, math.min(16, math.ceil(math.min(2 * llc, 64 << 20) / math.max(per_set, 1))))
-  meta = { task = task_fingerprint(task), sets = sets, per_set_bytes = per_set,
+  return { task = task_fingerprint(task), sets = sets, per_set_bytes = per_set,
     flush_bytes = math.max(0, 2 * llc - sets * per_set), llc_bytes = llc, bench_sizes = bench_sizes }
-  local all = {}
-  for _, g in ipairs { "search", "heldout", "bench" } do
-    for _, c in ipairs(case_list(task, g, meta)) do all[#all + 1] = c end
-  end
-  local plan = { "nonce " .. nonce(), "mode gen", "so " .. b.so }
+end
+
+-- The reference's run that writes every case's inputs and expected
+-- outputs: its answer | nil, error result.
+local function generate_cases(task, tests_dir, bdir, so, all, meta, opts)
+  local plan = { "nonce " .. nonce(), "mode gen", "so " .. so }
   for _, c in ipairs(all) do
     fs.mkdirs(tests_dir .. "/inputs/" .. c.id)
     fs.mkdirs(tests_dir .. "/expected/" .. c.id)
@@ -695,11 +685,19 @@ function M.freeze(task, tests_dir, opts)
   local n = stdin:match("nonce (%x+)")
   local r, err = run_sandboxed({ bins.run }, { workdir = bdir, stdin = stdin, rw = { tests_dir },
     ro = { path_dir(bins.run) }, timeout = opts.timeout or 600, threads = opts.threads,
-    limits = runner_limits(per_set * sets) })
-  if not r then return result("error", "cannot run the reference: " .. tostring(err and err.message)) end
+    limits = runner_limits(meta.per_set_bytes * meta.sets) })
+  if not r then return nil, result("error", "cannot run the reference: " .. tostring(err and err.message)) end
   local st, j = classify(r, n, opts.timeout or 600)
-  if st then return result("error", "the reference failed while freezing the tests: " .. st.message) end
-  -- manifest over every input and expected file, then read-only
+  if st then return nil, result("error", "the reference failed while freezing the tests: " .. st.message) end
+  return j
+end
+
+-- The manifest over every input and expected file (and the probes'
+-- reference), the files made read-only first: hashing then records each
+-- file's final identity (the seal lets later checks skip re-hashing an
+-- unchanged file). Sets meta.manifest_sha and meta.seal_sha; nil, error
+-- result when the files cannot be hashed.
+local function seal_suite(tests_dir, all, meta)
   local lines = { ".reference/kernel.so" } -- the probes' reference
   for _, c in ipairs(all) do
     for _, kind in ipairs { "inputs", "expected" } do
@@ -708,12 +706,10 @@ function M.freeze(task, tests_dir, opts)
       end
     end
   end
-  -- read-only first: hashing then records each file's final identity (the
-  -- seal lets later checks skip re-hashing an unchanged file)
   for _, rel in ipairs(lines) do fs.chmod(tests_dir .. "/" .. rel, 292) end -- 0444
   local jm, merr = checker("hash " .. tests_dir .. "\n" .. table.concat(lines, "\n") .. "\n")
-  if not jm then return result("error", merr) end
-  if not jm.sha256 then return result("error", "mkc-check could not hash the frozen files: " .. tostring(jm.error)) end
+  if not jm then return nil, result("error", merr) end
+  if not jm.sha256 then return nil, result("error", "mkc-check could not hash the frozen files: " .. tostring(jm.error)) end
   local man, seal = {}, {}
   for i, rel in ipairs(lines) do
     man[i] = jm.sha256[i] .. "  " .. rel
@@ -724,13 +720,44 @@ function M.freeze(task, tests_dir, opts)
   fs.chmod(tests_dir .. "/manifest.seal", 292)
   meta.manifest_sha = sha256_of(tests_dir .. "/manifest.sha256")
   meta.seal_sha = sha256_of(tests_dir .. "/manifest.seal")
+  return true
+end
+
+--- Freeze the test suite of `task` into tests_dir (idempotent).
+function M.freeze(task, tests_dir, opts)
+  opts = opts or {}
+  local t0 = task_lib.now()
+  local okd, derr = fs.mkdirs(tests_dir)
+  if not okd or not fs.isdir(tests_dir) then
+    return result("error", "cannot create the tests directory " .. tests_dir .. ": " .. tostring(derr and derr.message or "not a directory"))
+  end
+  tests_dir = fs.realpath(tests_dir)
+  local meta = read_meta(tests_dir)
+  if meta and fs.exists(tests_dir .. "/manifest.sha256") then return verify_frozen(task, tests_dir, meta, opts, t0) end
+  -- compile the reference like a candidate (trusted: no screen)
+  local bdir = tests_dir .. "/.reference"
+  local b = M.compile(task, { [task.candidate_file] = task.reference }, bdir, { trusted = true })
+  if b.status ~= "ok" then return result("error", "the reference does not compile: " .. b.message) end
+  local bench_sizes = opts.bench_sizes or task.sizes
+  for _, a in ipairs(task.args) do
+    if a.shape and not dims_of(a, bench_sizes) then return result("error", "opts.bench_sizes lacks a size symbol") end
+  end
+  meta = suite_meta(task, opts, bench_sizes)
+  local all = {}
+  for _, g in ipairs { "search", "heldout", "bench" } do
+    for _, c in ipairs(case_list(task, g, meta)) do all[#all + 1] = c end
+  end
+  local j, gerr = generate_cases(task, tests_dir, bdir, b.so, all, meta, opts)
+  if not j then return gerr end
+  local sealed, serr = seal_suite(tests_dir, all, meta)
+  if not sealed then return serr end
   meta.ncases = #all
   meta.reference_kernel_s = {}
   for _, cj in ipairs(j.cases or {}) do meta.reference_kernel_s[cj.id] = cj.kernel_s end
   fs.write(tests_dir .. "/frozen.json", cjson.encode(meta))
   fs.chmod(tests_dir .. "/manifest.sha256", 292)
   return result("ok", "", { fresh = true, cases = #all, manifest = tests_dir .. "/manifest.sha256",
-    manifest_sha = meta.manifest_sha, wall_s = require("mk.services.task").now() - t0, meta = meta })
+    manifest_sha = meta.manifest_sha, wall_s = task_lib.now() - t0, meta = meta })
 end
 
 -- --------------------------------------------------------------- test/bench
@@ -786,7 +813,7 @@ end
 function M.test(task, build, tests_dir, opts)
   opts = opts or {}
   if type(build) ~= "table" or build.status ~= "ok" then error("c.test: build must be a successful compile result", 2) end
-  local t0 = require("mk.services.task").now()
+  local t0 = task_lib.now()
   tests_dir = fs.realpath(tests_dir) or tests_dir
   local meta = read_meta(tests_dir)
   if not meta then return result("error", "tests are not frozen in " .. tests_dir) end
@@ -804,14 +831,14 @@ function M.test(task, build, tests_dir, opts)
   end
   local st, j = run_runner(task, build, tests_dir, table.concat(plan, "\n") .. "\n", n,
     { timeout = opts.timeout, threads = opts.threads, mem_mb = opts.mem_mb, scratch = sdir, cpu = opts.cpu }, max_bytes * 2)
-  if st then drop(); st.correct = false; st.wall_s = require("mk.services.task").now() - t0; return st end
+  if st then drop(); st.correct = false; st.wall_s = task_lib.now() - t0; return st end
   local outs, case_res = {}, {}
   for _, cj in ipairs(j.cases or {}) do
     if cj.canary ~= cjson.null and cj.canary then
       drop()
       return result("incorrect", "case " .. cj.id .. ": the kernel " .. cj.canary
         .. " (out-of-bounds write: check loop bounds on sizes that are not multiples of the vector width)",
-        { correct = false, wall_s = require("mk.services.task").now() - t0 })
+        { correct = false, wall_s = task_lib.now() - t0 })
     end
     for _, o in ipairs(cj.outs or {}) do outs[#outs + 1] = o end
   end
@@ -830,7 +857,7 @@ function M.test(task, build, tests_dir, opts)
       if #msgs < 3 then msgs[#msgs + 1] = x.message end
     end
   end
-  local wall = require("mk.services.task").now() - t0
+  local wall = task_lib.now() - t0
   if nbad > 0 then
     local m = string.format("%d of %d checked outputs are wrong%s:\n%s", nbad, #cr.results,
       group == "heldout" and " on held-out inputs (seeds never used during search)" or "", table.concat(msgs, "\n"))
@@ -839,74 +866,65 @@ function M.test(task, build, tests_dir, opts)
   return result("ok", "", { correct = true, cases = case_res, wall_s = wall, seccomp = j.seccomp, check_s = acct.check_s })
 end
 
-local probe_reference -- defined with the probe check below
+local probe_reference, check_probes -- defined with the probe check below
 
--- n fresh-input probe cases at the benchmark size, seeded from a nonce
 local function draw_probes(meta, n, count)
   local probes, base_seed = {}, tonumber(n:sub(1, 7), 16)
   for i = 1, count do probes[i] = { id = "probe" .. i, sizes = meta.bench_sizes, seed = 100000 + base_seed + i } end
   return probes
 end
 
---- Benchmark a build at the benchmark size (outputs of timed calls checked).
-function M.bench(task, build, opts)
-  opts = opts or {}
-  if type(build) ~= "table" or build.status ~= "ok" then error("c.bench: build must be a successful compile result", 2) end
-  local tests_dir = opts.tests_dir or error("c.bench: opts.tests_dir is required", 2)
-  tests_dir = fs.realpath(tests_dir) or tests_dir
-  local t0 = require("mk.services.task").now()
-  local meta = read_meta(tests_dir)
-  if not meta then return result("error", "tests are not frozen in " .. tests_dir) end
-  local cases = case_list(task, "bench", meta)
-  local by_id = {}
-  local n = nonce()
-  local sdir, blob, drop = scratch_blob(opts, build, n, "bench")
-  -- timed calls: at least min_time s, then on while the median is not
-  -- known to 2.5%, up to max_time s (targets/c/runner.c, median_settled)
+-- The runner's plan of a benchmark and the cases by id. Timed calls: at
+-- least min_time s, then on while the median is not known to 2.5%, up to
+-- max_time s (targets/c/runner.c, median_settled).
+local function bench_plan(task, build, opts, meta, cases, tests_dir, n, blob)
   local min_time = opts.min_time or 0.5
   local plan = { "nonce " .. n, "mode bench", "so " .. build.so, "blob " .. blob,
     string.format("tol %.9g %.9g", task.tolerance.atol, task.tolerance.rtol),
     string.format("bench %d %.6g %d %d %d %.6g", opts.warmup or 3, min_time, opts.min_reps or 5,
       opts.max_reps or 200, math.tointeger(meta.flush_bytes) or 0, opts.max_time or 2 * min_time),
     "counters " .. (opts.counters and 1 or 0) }
+  local by_id = {}
   for _, c in ipairs(cases) do
     by_id[c.id] = c
     plan[#plan + 1] = case_plan(task, c, tests_dir, "file", false)
   end
-  -- fresh-input probes: seeds drawn now (or, with opts.probe_stock, drawn
-  -- when the reference's outputs for them were made ahead), never frozen,
-  -- never seen before by any candidate
-  local probes = {}
-  local ref_so = tests_dir .. "/.reference/kernel.so"
+  return plan, by_id
+end
+
+-- opts.probe_stock when it was made for this suite and probe count (else
+-- discarded): probes whose reference outputs were made ahead.
+local function usable_stock(opts, tests_dir)
   local stock = opts.probe_stock
   if stock and (stock.tests_dir ~= tests_dir or #stock.probes ~= (opts.probes or 0)) then
     M.probe_discard(stock)
-    stock = nil
+    return nil
   end
-  if stock then
-    local drop0 = drop
-    drop = function() drop0(); M.probe_discard(stock) end
-  end
-  if (opts.probes or 0) > 0 and fs.exists(ref_so) then
-    plan[#plan + 1] = "probes " .. math.tointeger(opts.probes)
-    probes = stock and stock.probes or draw_probes(meta, n, opts.probes)
-    for _, c in ipairs(probes) do
-      by_id[c.id] = c
-      if stock then -- made ahead: mapped from its files
-        plan[#plan + 1] = case_plan(task, c, stock.ref.inputs_root, "file", false)
-      else
-        plan[#plan + 1] = case_plan(task, c, tests_dir, "fresh", false)
-      end
+  return stock
+end
+
+-- Fresh-input probes added to the plan: seeds drawn now (or, with a stock,
+-- drawn when the reference's outputs for them were made ahead), never
+-- frozen, never seen before by any candidate. Returns the probes ({} when
+-- none are asked for or there is no reference build).
+local function add_probes(plan, by_id, task, meta, opts, tests_dir, n, stock)
+  if (opts.probes or 0) <= 0 or not fs.exists(tests_dir .. "/.reference/kernel.so") then return {} end
+  plan[#plan + 1] = "probes " .. math.tointeger(opts.probes)
+  local probes = stock and stock.probes or draw_probes(meta, n, opts.probes)
+  for _, c in ipairs(probes) do
+    by_id[c.id] = c
+    if stock then -- made ahead: mapped from its files
+      plan[#plan + 1] = case_plan(task, c, stock.ref.inputs_root, "file", false)
+    else
+      plan[#plan + 1] = case_plan(task, c, tests_dir, "fresh", false)
     end
   end
-  local bytes = meta.per_set_bytes * (meta.sets + 1 + #probes) + meta.flush_bytes
-  local timeout = opts.timeout or 2 * task.timeout
-  local st, j, rproc = run_runner(task, build, tests_dir, table.concat(plan, "\n") .. "\n", n,
-    { timeout = timeout, threads = opts.threads, mem_mb = opts.mem_mb, scratch = sdir, cpu = opts.cpu,
-      ro = stock and #probes > 0 and { stock.ref.inputs_root .. "/inputs" } or nil }, bytes)
-  if st then drop(); st.correct = false; return st end
-  local wall = require("mk.services.task").now() - t0
-  local base = { wall_s = wall, reps = math.tointeger(j.reps), sets = math.tointeger(j.sets), times = j.times,
+  return probes
+end
+
+-- The benchmark's record from the runner's answer j.
+local function bench_record(j, rproc, wall, stock)
+  return { wall_s = wall, reps = math.tointeger(j.reps), sets = math.tointeger(j.sets), times = j.times,
     latency_s = j.median_s, min_s = j.min_s, max_s = j.max_s, p10_s = j.p10_s, p90_s = j.p90_s,
     median_undisturbed_s = j.median_undisturbed_s, undisturbed = math.tointeger(j.clean),
     spread = j.median_s > 0 and (j.p90_s - j.p10_s) / j.median_s or 0, counters = j.counters,
@@ -916,65 +934,93 @@ function M.bench(task, build, opts)
     -- it the per-call poisoning and output checks), probes, outputs written
     runner = { setup_s = j.setup_s, loop_s = j.loop_s, prep_s = j.prep_s, verify_s = j.verify_s, outs_s = j.outs_s,
       probes_s = j.probes_s, process_s = rproc and rproc.wall_s } }
+end
+
+-- The frozen cases' outputs and the probes' outputs of the runner's answer.
+local function split_outs(j)
+  local frozen, probe = {}, {}
+  for _, o in ipairs(j.outs or {}) do
+    if o.case:match("^probe") then probe[#probe + 1] = o else frozen[#frozen + 1] = o end
+  end
+  return frozen, probe
+end
+
+-- The verdict on the frozen cases' outputs: a result when they fail, nil when correct.
+local function frozen_verdict(task, tests_dir, meta, blob, outs, by_id, base, cpu)
+  local cr, cerr = check_outputs(task, tests_dir, meta, blob, outs, by_id, base, cpu)
+  if not cr then return result("error", cerr, base) end
+  if not cr.ok then return result("error", "check failed: " .. tostring(cr.error), base) end
+  for _, x in ipairs(cr.results) do
+    if x.tampered then return result("rejected", x.message, base) end
+    if not x.ok then return result("incorrect", "at the benchmark size: " .. x.message, base) end
+  end
+  return nil
+end
+
+-- The probes' check as a task beside the frozen outputs' check (one is
+-- mostly the reference's run or reading memory, the other reading memory:
+-- two processes, one per core). It runs the reference on the probe inputs
+-- first unless a stock holds that run; it writes into a record of its
+-- own while it runs. Returns a function that awaits it (whatever else
+-- failed: its processes and directory must be done with before the
+-- benchmark returns) and gives its verdict: a result or nil; check_s is the
+-- wall time of the pair, not the sum.
+local function start_probe_check(task, tests_dir, meta, blob, probes, outs, j, opts, base, stock)
+  local check0, pair0 = base.check_s, task_lib.now()
+  local pbase = { check_s = 0 }
+  local h = task_lib.spawn(check_probes, task, tests_dir, meta, blob, probes, outs, j, opts, pbase, stock and stock.ref)
+  return function()
+    if not h then return nil end
+    local ok, pr = pcall(task_lib.await, h)
+    h = nil
+    base.check_s = check0 + (task_lib.now() - pair0)
+    base.probe_s, base.probe_cpu_s, base.cpu_per_call_s = pbase.probe_s, pbase.probe_cpu_s, pbase.cpu_per_call_s
+    if not ok then return result("error", "probe check failed: " .. tostring(pr), base) end
+    return pr and result(pr.status, pr.message, base)
+  end
+end
+
+--- Benchmark a build at the benchmark size (outputs of timed calls checked).
+function M.bench(task, build, opts)
+  opts = opts or {}
+  if type(build) ~= "table" or build.status ~= "ok" then error("c.bench: build must be a successful compile result", 2) end
+  local tests_dir = opts.tests_dir or error("c.bench: opts.tests_dir is required", 2)
+  tests_dir = fs.realpath(tests_dir) or tests_dir
+  local t0 = task_lib.now()
+  local meta = read_meta(tests_dir)
+  if not meta then return result("error", "tests are not frozen in " .. tests_dir) end
+  local n = nonce()
+  local sdir, blob, drop_blob = scratch_blob(opts, build, n, "bench")
+  local plan, by_id = bench_plan(task, build, opts, meta, case_list(task, "bench", meta), tests_dir, n, blob)
+  local stock = usable_stock(opts, tests_dir)
+  local function drop()
+    drop_blob()
+    if stock then M.probe_discard(stock) end
+  end
+  local probes = add_probes(plan, by_id, task, meta, opts, tests_dir, n, stock)
+  local bytes = meta.per_set_bytes * (meta.sets + 1 + #probes) + meta.flush_bytes
+  local st, j, rproc = run_runner(task, build, tests_dir, table.concat(plan, "\n") .. "\n", n,
+    { timeout = opts.timeout or 2 * task.timeout, threads = opts.threads, mem_mb = opts.mem_mb, scratch = sdir,
+      cpu = opts.cpu, ro = stock and #probes > 0 and { stock.ref.inputs_root .. "/inputs" } or nil }, bytes)
+  if st then drop(); st.correct = false; return st end
+  local base = bench_record(j, rproc, task_lib.now() - t0, stock)
   if j.bad_calls and j.bad_calls > 0 then
     drop()
     return result("incorrect", "the outputs changed between timed calls on the same inputs (" .. math.tointeger(j.bad_calls)
       .. " of " .. math.tointeger(j.calls) .. " calls): " .. tostring(j.bad)
       .. ". A kernel must do the full work on every call.", base)
   end
-  local frozen_outs, probe_outs = {}, {}
-  for _, o in ipairs(j.outs or {}) do
-    if o.case:match("^probe") then probe_outs[#probe_outs + 1] = o else frozen_outs[#frozen_outs + 1] = o end
-  end
-  -- the reference's run on the probe inputs overlaps the check of the
-  -- frozen outputs (one is mostly generation, the other reading memory);
-  -- it is awaited before anything returns, and before its directory goes
-  local task_lib = require "mk.services.task"
-  local ref_h = #probes > 0 and not stock and task_lib.spawn(probe_reference, task, tests_dir, meta, blob, probes, opts)
-  local function await_ref()
-    if stock then return stock.ref end
-    if not ref_h then return nil end
-    local w0 = task_lib.now()
-    local ok, pr = pcall(task_lib.await, ref_h)
-    ref_h = nil
-    base.check_s = base.check_s + (task_lib.now() - w0)
-    return ok and pr or { error = tostring(pr) }
-  end
-  -- with the reference's probe outputs made ahead, the probes are checked
-  -- beside the frozen outputs (two checker processes, one per core);
-  -- check_s is then the wall time of the pair, not the sum
-  local probe_h, check0, pair0
-  local pbase = { check_s = 0 } -- the probe check's own result table while it runs beside
-  if stock and #probes > 0 then
-    check0, pair0 = base.check_s, task_lib.now()
-    probe_h = task_lib.spawn(M._check_probes, task, tests_dir, meta, blob, probes, probe_outs, j, opts, pbase, stock.ref)
-  end
-  local function await_probes()
-    if not probe_h then return nil end
-    local ok, pr = pcall(task_lib.await, probe_h)
-    probe_h = nil
-    base.check_s = check0 + (task_lib.now() - pair0)
-    base.probe_s, base.probe_cpu_s, base.cpu_per_call_s = pbase.probe_s, pbase.probe_cpu_s, pbase.cpu_per_call_s
-    if not ok then return result("error", "probe check failed: " .. tostring(pr), base) end
-    return pr and result(pr.status, pr.message, base)
-  end
-  local function fail_with(r) await_ref(); await_probes(); drop(); return r end
-  local cr, cerr = check_outputs(task, tests_dir, meta, blob, frozen_outs, by_id, base, opts.cpu)
-  if not cr then return fail_with(result("error", cerr, base)) end
-  if not cr.ok then return fail_with(result("error", "check failed: " .. tostring(cr.error), base)) end
-  for _, x in ipairs(cr.results) do
-    if x.tampered then return fail_with(result("rejected", x.message, base)) end
-    if not x.ok then return fail_with(result("incorrect", "at the benchmark size: " .. x.message, base)) end
-  end
+  local frozen_outs, probe_outs = split_outs(j)
+  local probe_verdict = function() return nil end
   if #probes > 0 then
-    local pr
-    if stock then pr = await_probes()
-    else pr = M._check_probes(task, tests_dir, meta, blob, probes, probe_outs, j, opts, base, await_ref()) end
-    if pr then drop(); return pr end
+    probe_verdict = start_probe_check(task, tests_dir, meta, blob, probes, probe_outs, j, opts, base, stock)
   end
+  local fr = frozen_verdict(task, tests_dir, meta, blob, frozen_outs, by_id, base, opts.cpu)
+  local pr = probe_verdict()
   drop()
+  if fr or pr then return fr or pr end
   base.correct = true
-  base.wall_s = require("mk.services.task").now() - t0
+  base.wall_s = task_lib.now() - t0
   return result("ok", "", base)
 end
 
@@ -1020,7 +1066,6 @@ function M.probe_prepare(task, tests_dir, count, opts)
   local meta = read_meta(tests_dir)
   if not meta then return nil, "tests are not frozen in " .. tests_dir end
   if not fs.exists(tests_dir .. "/.reference/kernel.so") then return nil, "no reference build" end
-  local task_lib = require "mk.services.task"
   local t0 = task_lib.now()
   local dir = opts.dir or error("c.probe_prepare: opts.dir is required", 2)
   local probes = draw_probes(meta, nonce(), count)
@@ -1047,7 +1092,7 @@ function M.probe_discard(stock)
   fs.rm_rf(stock.ref.inputs_root)
 end
 
-function M._check_probes(task, tests_dir, meta, blob, probes, outs, j, opts, base, ref_run)
+check_probes = function(task, tests_dir, meta, blob, probes, outs, j, opts, base, ref_run)
   local args_by_name = {}
   for _, a in ipairs(task.args) do args_by_name[a.name] = a end
   local nouts = 0
@@ -1056,9 +1101,9 @@ function M._check_probes(task, tests_dir, meta, blob, probes, outs, j, opts, bas
     return result("incorrect", "on fresh inputs at the benchmark size the kernel wrote outside its outputs", base)
   end
   if not ref_run then
-    local t0 = require("mk.services.task").now()
+    local t0 = task_lib.now()
     ref_run = probe_reference(task, tests_dir, meta, blob, probes, opts)
-    base.check_s = (base.check_s or 0) + (require("mk.services.task").now() - t0)
+    base.check_s = (base.check_s or 0) + (task_lib.now() - t0)
   end
   if ref_run.error then return result("error", "the reference's probe run failed: " .. ref_run.error, base) end
   local n, pdir, rblob = ref_run.n, ref_run.pdir, ref_run.rblob

@@ -46,9 +46,7 @@ function M.harness()
   return home.path("targets/pallas/harness.py")
 end
 
-local function shell_quote(s)
-  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
+local shell_quote = require("mk.services.util").sh_quote
 
 -- Environment of every harness process: M.env over these defaults. JAX
 -- preallocates 75% of a GPU per process by default; off, so a check or

@@ -13,7 +13,8 @@ program inside EVOLVE-BLOCK markers (about 2 KB, numbered per call so that
 every program differs), which search engines of other projects accept
 (bench/peers/); a request with "stream": false then gets one JSON answer.
 
-GET /calls answers the number of program answers given so far.
+GET /calls answers "COUNT FIRST LAST": the program answers since the last
+GET /calls?reset and the times of the first and last (time.monotonic()).
 
 Usage: bench_server.py --port-file F [--delay S] [--watch-pid PID] [--workers N] [--program]
 """
@@ -23,15 +24,18 @@ import json
 import os
 import socket
 import sys
+import time
 
 import loopback  # sibling module: port file and watchdog
 
 
 CALLS = [0]
+STAMPS = []  # time.monotonic() of each program answer since the last GET /calls?reset
 
 
 def program_reply():
     CALLS[0] += 1
+    STAMPS.append(time.monotonic())
     n = CALLS[0]
     pad = "".join("    # step %d of candidate %d: a line of the rewritten program\n" % (i, n) for i in range(30))
     return ("<NAME>\ncandidate_%d\n</NAME>\n<DESCRIPTION>\nA full rewrite, number %d.\n</DESCRIPTION>\n<CODE>\n"
@@ -62,8 +66,10 @@ async def handle(reader, writer, delay, program=False):
                 if k.strip().lower() == b"content-length":
                     length = int(v.strip())
             body = await reader.readexactly(length) if length else b""
-            if head.startswith(b"GET /calls "):  # how many answers so far (bench/peers checks the count)
-                n = b"%d" % CALLS[0]
+            if head.startswith(b"GET /calls"):  # bench/peers: "COUNT FIRST LAST" since the last reset
+                n = b"%d %.6f %.6f" % (len(STAMPS), STAMPS[0] if STAMPS else 0, STAMPS[-1] if STAMPS else 0)
+                if head.startswith(b"GET /calls?reset "):
+                    STAMPS.clear()
                 writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(n), n))
                 await writer.drain()
                 continue

@@ -191,6 +191,31 @@ t.test("bad arguments raise and a bad suite returns bad_suite", function()
   t.contains(err2.message, "no task named 'nope'")
 end)
 
+t.test("a runner that is not a function is a clear error, not a failure of every run", function()
+  t.raises(function() bench.run { suite = suite, strategy = "beam", runner = "beam" } end,
+    "opts.runner must be a function, got string")
+  t.raises(function() bench.run { suite = suite, strategy = "beam", runner = fake_runner, resume = {} } end,
+    "opts.resume must be a function, got table")
+end)
+
+t.test("a failing machine stops the bench at once and leaves its directory unlocked", function()
+  reset()
+  local o3 = tmp .. "/b3"
+  local infra = require "mk.eval.infra"
+  local function disk_full(o)
+    if o.task:match("rmsnorm$") then infra.raise("cannot write: No space left on device") end
+    return fake_runner(o)
+  end
+  local err = t.raises(function()
+    bench.run { suite = suite, strategy = "beam", repeats = 2, out = o3, runner = disk_full, concurrency = 1 }
+  end)
+  t.ok(infra.is(err), "the infra error is raised as is")
+  t.eq(#calls, 1, "gemm_relu ran, rmsnorm failed the machine, nothing after it started")
+  local lock = fs.lock(o3 .. "/.bench.lock")
+  t.ok(lock, "the bench's lock was released when the error left bench.run")
+  lock:unlock()
+end)
+
 t.test("the real runner benches 3 tasks of the cpu suite with the scripted model", function()
   local ts = assert(bench.tasks("examples/suites/cpu"))
   t.ok(#ts >= 3, "the cpu suite has at least 3 tasks")

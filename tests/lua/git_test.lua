@@ -82,4 +82,48 @@ t.test("version reports libgit2", function()
   t.matches(git.version(), "^%d+%.%d+%.%d+$")
 end)
 
+
+t.test("new_ref appends the ref to packed-refs; git and libgit2 read it, also after pack_refs sorted the file", function()
+  local fs = require "mk.fs"
+  local r, dir = repo()
+  local a = assert(r:commit{ files = { ["k.c"] = "a" }, ref = "refs/nodes/n0002", new_ref = true })
+  local b = assert(r:commit{ files = { ["k.c"] = "b" }, parents = { a }, ref = "refs/nodes/n0001", new_ref = true })
+  t.ok(not fs.exists(dir .. "/refs/nodes/n0002"), "no loose ref file")
+  t.eq(r:ref("refs/nodes/n0002"), a)
+  t.eq(r:ref("refs/nodes/n0001"), b)
+  assert(r:set_ref("refs/heads/best", b))
+  assert(r:pack_refs()) -- libgit2 rewrites packed-refs, sorted
+  t.contains(fs.read(dir .. "/packed-refs"), " sorted")
+  r:close()
+  r = assert(git.open(dir))
+  local c = assert(r:commit{ files = { ["k.c"] = "c" }, parents = { b }, ref = "refs/nodes/n0000", new_ref = true })
+  t.ok(not fs.read(dir .. "/packed-refs"):find(" sorted"), "the sorted trait is dropped before an append")
+  local names = {}
+  for _, e in ipairs(assert(r:refs("refs/nodes/*"))) do names[#names + 1] = e.name .. "=" .. e.oid end
+  t.same(names, { "refs/nodes/n0000=" .. c, "refs/nodes/n0001=" .. b, "refs/nodes/n0002=" .. a })
+  local rc, out = sh("git --git-dir " .. dir .. " show-ref")
+  t.eq(rc, 0, out)
+  t.contains(out, c .. " refs/nodes/n0000")
+  t.contains(out, a .. " refs/nodes/n0002")
+  t.eq(sh("git --git-dir " .. dir .. " rev-parse refs/nodes/n0000"), 0)
+  rc, out = sh("git --git-dir " .. dir .. " fsck --strict --no-dangling")
+  t.eq(rc, 0, out)
+end)
+
+t.test("repair_refs cuts a torn last line off packed-refs, and only that", function()
+  local fs = require "mk.fs"
+  local r, dir = repo()
+  local a = assert(r:commit{ files = { ["k.c"] = "a" }, ref = "refs/nodes/n0001", new_ref = true })
+  local good = fs.read(dir .. "/packed-refs")
+  assert(fs.write(dir .. "/packed-refs", good .. a:sub(1, 17)))
+  r:close()
+  r = assert(git.open(dir))
+  local changed, torn = r:repair_refs()
+  t.eq(changed, true); t.eq(torn, true)
+  t.eq(fs.read(dir .. "/packed-refs"), good)
+  t.eq(r:ref("refs/nodes/n0001"), a)
+  changed, torn = r:repair_refs()
+  t.eq(changed, false); t.eq(torn, false)
+end)
+
 return t.run()

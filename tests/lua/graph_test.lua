@@ -223,6 +223,7 @@ t.test("stale lock files and temporary objects from a kill are removed", functio
   local g = assert(graph.open(dir))
   populate(g)
   g:close()
+  assert(fs.mkdirs(dir .. "/refs/nodes")) -- node refs are packed: the folder may not exist
   assert(fs.write(dir .. "/refs/nodes/n0005.lock", "x"))
   assert(fs.mkdirs(dir .. "/refs/heads"))
   assert(fs.write(dir .. "/refs/heads/best.lock", "x"))
@@ -246,6 +247,7 @@ t.test("readonly open repairs nothing on disk and refuses add", function()
   local text = fs.read(dir .. "/nodes.jsonl")
   local torn = text .. '{"id":"n0005'
   assert(fs.write(dir .. "/nodes.jsonl", torn))
+  assert(fs.mkdirs(dir .. "/refs/nodes"))
   assert(fs.write(dir .. "/refs/nodes/n0005.lock", "x"))
   local g2 = assert(graph.open(dir, { readonly = true }))
   t.eq(g2:len(), 4)

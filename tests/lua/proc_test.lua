@@ -102,6 +102,14 @@ t.test("proc/mk-exec: an unknown option or a missing program is a usage error, n
   t.eq(proc.run { argv = { exe, "-m", "64", "sh", "-c", "ulimit -v; echo \"$1\"", "sh", "-m" } }.stdout, "65536\n-m\n")
 end)
 
+t.test("proc/a timeout counts from the call, even after a long stretch of work without waiting", function()
+  local t0 = task.now()
+  while task.now() - t0 < 1.3 do end -- the loop's clock stands still meanwhile
+  local r = proc.run { argv = { "true" }, timeout = 1 }
+  t.eq(r.status, "exited")
+  t.eq(r.code, 0)
+end)
+
 t.test("proc/no stdin reads as /dev/null", function()
   t.eq(proc.run { argv = { "cat" } }.stdout, "")
 end)

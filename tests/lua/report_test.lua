@@ -107,6 +107,21 @@ t.test("load rejects a directory that is no run, bench or sweep", function()
   t.contains(err2.message, "does not exist")
 end)
 
+t.test("a chart with nothing to draw says so, also when the spec fixes xmin and ymin", function()
+  local html = require "mk.study.html"
+  for _, spec in ipairs({ { series = {} }, { series = { { name = "a", points = {} } }, xmin = 0, ymin = 0 },
+                          { series = { { name = "a", points = { { 0, 1 } } } }, xlog = true, hlines = { 1 } } }) do
+    local svg = html.svg_chart(spec)
+    t.contains(svg, "no data")
+    t.eq(count(svg, "<path"), 0)
+  end
+  local svg = html.svg_chart { series = { { name = "a", points = { { 1, 2 }, { 3, 4 } } }, { name = "b", points = { { 2, 3 } } } },
+    xmin = 0, ymin = 0, step = true }
+  t.eq(count(svg, '<path class="line"'), 2)
+  t.eq(count(svg, '<circle class="pt"'), 3)
+  t.contains(svg, 'class="legend"')
+end)
+
 t.test("layout puts a parent above the middle of its children and leaves in distinct columns", function()
   local nodes = {
     { id = "r", parents = {} }, { id = "a", parents = { "r" } }, { id = "b", parents = { "r" } },

@@ -37,6 +37,43 @@ t.test("gather returns first results in handle order, not finish order", functio
   t.same(task.gather(hs), { 10, 20, 30, 40, 50 })
 end)
 
+t.test("map: results in item order, started in list order, never more than n at once", function()
+  local active, most, started = 0, 0, {}
+  local out = task.map({ 5, 4, 3, 2, 1 }, 2, function(x, i)
+    started[#started + 1] = i
+    active = active + 1
+    most = math.max(most, active)
+    for _ = 1, x do task.yield() end -- the first items take longest
+    active = active - 1
+    return x * 10
+  end)
+  t.same(out, { 50, 40, 30, 20, 10 })
+  t.same(started, { 1, 2, 3, 4, 5 })
+  t.eq(most, 2)
+  t.same(task.map({}, 3, function() error("never called") end), {})
+  t.raises(function() task.map({ 1 }, 0, tostring) end, "n must be an integer >= 1")
+  t.raises(function() task.map({ 1 }, 1) end, "(items, n, fn) expected")
+end)
+
+t.test("map: a raising call starts no further item and cancels the calls still running", function()
+  local started, cancelled = {}, false
+  local gate = task.queue()
+  local err = t.raises(function()
+    task.map({ "wait", "fail", "c", "d" }, 2, function(x)
+      started[#started + 1] = x
+      if x == "wait" then
+        local ok, e = pcall(gate.get, gate)
+        if not ok and e == task.CANCELLED then cancelled = true end
+        error(e, 0)
+      end
+      if x == "fail" then error({ kind = "boom" }, 0) end
+    end)
+  end)
+  t.eq(err.kind, "boom")
+  t.same(started, { "wait", "fail" })
+  t.ok(cancelled, "the waiting call saw task.CANCELLED")
+end)
+
 t.test("tasks run concurrently: 50 sleeps of 0.1 s take about 0.1 s", function()
   local t0 = task.now()
   local hs = {}

@@ -151,4 +151,26 @@ t.test("paths outside the served directory and bad requests are refused, the ser
   s:close()
 end)
 
+t.test("the terminal answers through the loop: other tasks run while stdin is read", function()
+  local proc = require "mk.proc"
+  local MK = fs.realpath((os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine")
+  local run = make_run("terminal")
+  run:close()
+  local script = tmp .. "/terminal.lua"
+  fs.write(script, [[
+local task = require "mk.services.task"
+local ask = require "mk.search.ask"
+local ticks = 0
+local ticker = task.spawn(function() while true do task.sleep(0.01); ticks = ticks + 1 end end)
+local d = ask.ask(arg[1], { key = "root/t", kind = "review", text = "code", terminal = true, out = io.stdout })
+print("\nDECISION " .. d.verb .. " " .. d.by .. " " .. tostring(ticks > 0))
+ticker:cancel()
+]])
+  local r = assert(proc.run { argv = { MK, "script", script, run.dir }, stdin = "what?\nr\n", timeout = 60 })
+  t.eq(r.code, 0, r.stderr)
+  t.contains(r.stdout, "[a]ccept")
+  t.contains(r.stdout, "DECISION reject terminal true")
+  t.eq(ask.decision(run.dir, ask.id("root/t")).verb, "reject")
+end)
+
 return t.run()

@@ -44,6 +44,20 @@ t.test("read_jsonl: each line's value with nulls as nil, a torn last line and no
   t.same(util.read_jsonl(d .. "/missing.jsonl"), {})
 end)
 
+t.test("error: the fields stay, tostring is the message (after a prefix), raise adds no position", function()
+  local e = util.error({ kind = "input", exit = 2, message = "bad task" })
+  t.eq(e.kind, "input"); t.eq(e.exit, 2); t.eq(tostring(e), "bad task")
+  t.eq(tostring(util.error({ kind = "freeze", message = "no tests" }, "freeze: ")), "freeze: no tests")
+  local ok, err = pcall(util.raise, { kind = "run", message = "stopped" })
+  t.eq(ok, false); t.eq(err.kind, "run"); t.eq(tostring(err), "stopped")
+end)
+
+t.test("files_key: names sorted, name NUL content, joined by \\1", function()
+  t.eq(util.files_key({ ["kernel.c"] = "int x;", ["a.h"] = "y" }), "a.h\0y\1kernel.c\0int x;")
+  t.eq(util.files_key({}), "")
+  t.eq(util.files_key({ b = "1", a = "2" }), util.files_key({ a = "2", b = "1" }))
+end)
+
 t.test("copy is deep: changing the copy leaves the original", function()
   local a = { x = { y = { 1, 2 } }, s = "k" }
   local b = util.copy(a)

@@ -1,6 +1,7 @@
 --- mkengine ask --model SPEC [options] PROMPT: one chat call, to check a
 --- model spec, its key and endpoint before spending a run on them.
-local cli = require "mk.cli"
+local cli = require("mk.cli")
+local llm = require("mk.services.llm")
 
 local M = {
   summary = "send one prompt to a model (checks --model, keys, endpoints)",
@@ -37,7 +38,6 @@ function M.run(args)
   if o.llm_cache and not ({ rw = true, ro = true, off = true })[o.llm_cache] then
     cli.usage_error("--llm-cache must be rw, ro or off", M.usage)
   end
-  local llm = require "mk.services.llm"
   local copts = { config_file = o.llm_config, cache = o.llm_cache }
   if o.timeout then -- the whole call: every attempt and the wait between them
     copts.timeout, copts.give_up_after, copts.stall_timeout = o.timeout, o.timeout, math.min(60, o.timeout)

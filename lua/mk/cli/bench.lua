@@ -1,6 +1,9 @@
 --- mkengine bench SUITE STRATEGY: every task of a suite K times, median
 --- run per task, metrics table (both geomeans side by side), results.json.
-local cli = require "mk.cli"
+local cli = require("mk.cli")
+local bench = require("mk.study.bench")
+local budget_lib = require("mk.search.budget")
+local progress = require("mk.services.progress")
 
 local M = {
   summary = "run a strategy over a task suite K times; metrics table + results.json",
@@ -60,14 +63,8 @@ function M.run(args)
   if opts.llm_cache and not ({ rw = true, ro = true, off = true })[opts.llm_cache] then
     cli.usage_error("--llm-cache must be rw, ro or off", M.usage)
   end
-  local budget
-  if opts.budget then
-    local err
-    budget, err = require("mk.search.budget").parse(opts.budget)
-    if not budget then cli.usage_error(err.message, M.usage) end
-  end
-  local bench = require "mk.study.bench"
-  local prog = require("mk.services.progress").new { quiet = opts.quiet, json = opts.json }
+  local budget = cli.parsed(opts.budget, budget_lib.parse, M.usage)
+  local prog = progress.new { quiet = opts.quiet, json = opts.json }
   local res, err = bench.run {
     suite = pos[1], strategy = pos[2], repeats = math.tointeger(K), out = opts.out,
     concurrency = math.tointeger(conc), set = M.parse_set(opts.set, M.usage), model = opts.model,

@@ -1,6 +1,9 @@
 --- mkengine compare DIR_A DIR_B [DIR_C ...]: is B better than A on this
 --- suite, at the same spend, and how sure are we? (docs/comparing-strategies.md)
-local cli = require "mk.cli"
+local cli = require("mk.cli")
+local cjson = require("cjson")
+local compare = require("mk.study.compare")
+local fs = require("mk.fs")
 
 local M = {
   summary = "compare strategies' benches at an equal budget, with bootstrap intervals",
@@ -44,13 +47,7 @@ function M.run(args)
   if #pos < 2 then cli.usage_error("need at least two bench directories", M.usage) end
   local n = opts.replicates and math.tointeger(opts.replicates)
   if opts.replicates and (not n or n < 1) then cli.usage_error("--replicates needs an integer >= 1", M.usage) end
-  local compare = require "mk.study.compare"
-  local budget
-  if opts.budget then
-    local err
-    budget, err = compare.parse_budget(opts.budget)
-    if not budget then cli.usage_error(err.message, M.usage) end
-  end
+  local budget = cli.parsed(opts.budget, compare.parse_budget, M.usage)
   local strategies, err = compare.load(pos)
   if not strategies then cli.input_error(err.message) end
   local ok, cerr = compare.check(strategies)
@@ -60,11 +57,11 @@ function M.run(args)
   if not result then cli.input_error(rerr.message) end
   if opts.out then
     local html = compare.html(result, compare.curves(strategies))
-    local wrote, werr = require("mk.fs").write(opts.out, html, { atomic = true })
+    local wrote, werr = fs.write(opts.out, html, { atomic = true })
     if not wrote then cli.input_error("cannot write " .. opts.out .. ": " .. tostring(werr and werr.message or werr)) end
   end
   if opts.json then
-    local j = require("cjson").new()
+    local j = cjson.new()
     j.encode_invalid_numbers("null")
     io.stdout:write((j.encode(result):gsub("\\/", "/")), "\n")
   else

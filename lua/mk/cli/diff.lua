@@ -1,7 +1,7 @@
 --- mkengine diff RUN A B: what changed between two nodes (files, plan,
 --- node.json), as a patch with a stat.
-local cli = require "mk.cli"
-local show = require "mk.cli.show"
+local cli = require("mk.cli")
+local show = require("mk.cli.show")
 
 local M = {
   summary = "diff two nodes of a run (patch and stat)",

@@ -2,9 +2,14 @@
 --- same path as a search (frozen tests in a temporary directory, sandboxed
 --- compile and runs, autotune, benchmark against the baseline, held-out
 --- check, profile).
-local cli = require "mk.cli"
-local fs = require "mk.fs"
-local cjson = require "cjson"
+local cjson = require("cjson")
+local cli = require("mk.cli")
+local eval = require("mk.eval")
+local fs = require("mk.fs")
+local pool_lib = require("mk.eval.pool")
+local targets = require("mk.eval.targets")
+local task_lib = require("mk.services.task")
+local util = require("mk.services.util")
 
 local M = {
   summary = "evaluate one candidate kernel file against a task",
@@ -46,14 +51,15 @@ are shown as U+FFFD.]],
 
 local function num(v) return type(v) == "number" and v or nil end
 
-function M.run(args)
+-- The options, the task and the candidate's source; bad input exits 2.
+local function read_inputs(args)
   local opts, pos = cli.parse(args, {
     flags = { json = true, no_tune = true, no_profile = true, keep = true, fresh = true },
     options = { timeout = "number", threads = "number", tests_dir = "string", min_time = "number",
       workers = "string" },
   }, M.usage)
   if #pos ~= 2 then cli.usage_error("expected TASK_DIR and CANDIDATE_FILE", M.usage) end
-  local task, err = require("mk.eval.targets").load_task(pos[1])
+  local task, err = targets.load_task(pos[1])
   if not task then cli.input_error(err.message) end
   local src = fs.read(pos[2])
   if not src or fs.isdir(pos[2]) then cli.input_error("cannot read candidate file " .. pos[2]) end
@@ -61,85 +67,99 @@ function M.run(args)
   if opts.tests_dir and fs.exists(opts.tests_dir) and not fs.isdir(opts.tests_dir) then
     cli.input_error("--tests-dir " .. opts.tests_dir .. " is not a directory")
   end
+  return opts, pos, task, src
+end
 
-  local pool = opts.workers and require("mk.eval.pool").open(opts.workers)
-  local ev = require("mk.eval").new(task, { pool = pool,
+-- The verdict on the search tests, then on the held-out seeds when correct.
+local function evaluate(ev, task, src, opts)
+  local files = { [task.candidate_file] = src }
+  local res = ev:evaluate(files, { tune = not opts.no_tune, profile = not opts.no_profile })
+  if res.correct then
+    local h = ev:heldout(files)
+    res.heldout = h
+    if not h.correct then
+      res.status, res.correct = h.status, false
+      res.message = "passed the search tests but failed the held-out tests: " .. h.message
+    end
+  end
+  return res
+end
+
+-- The timing breakdown with numbers only (bench_parts: {name = seconds}).
+local function timing_numbers(timing)
+  local out = {}
+  for k, v in pairs(timing) do
+    if type(v) == "table" then
+      out[k] = {}
+      for k2, v2 in pairs(v) do out[k][k2] = num(v2) end
+    else
+      out[k] = num(v)
+    end
+  end
+  return out
+end
+
+-- --json: one object.
+local function json_result(r, task, candidate, ev)
+  local out = {
+    status = r.status, correct = r.correct, latency_s = num(r.latency_s),
+    baseline_latency_s = num(r.baseline_latency_s), speedup = num(r.speedup), message = r.message,
+    spread = num(r.spread), device_s = num(r.device_s), cpu_s = num(r.cpu_s), wall_s = num(r.wall_s), suspicious = r.suspicious,
+    task = task.name, candidate = candidate,
+    baseline_cached = ev.base and ev.base.cached or false,
+  }
+  if r.timing then out.timing = timing_numbers(r.timing) end
+  if r.profile then
+    local p = r.profile
+    out.profile = { text = p.text, gflops = num(p.gflops), gbps = num(p.gbps), peak_gflops = num(p.peak_gflops),
+      peak_gbps = num(p.peak_gbps), intensity = num(p.intensity), bound = p.bound, counters = p.counters }
+  else
+    out.profile = cjson.null
+  end
+  if r.tune then out.tune = { params = r.tune.params, tried = r.tune.tried, space = r.tune.space } end
+  if r.heldout then out.heldout = { correct = r.heldout.correct, status = r.heldout.status } end
+  return cli.json(out)
+end
+
+-- The verdict for people: status, message, the autotune's tries, the profile.
+local function print_text(r, candidate)
+  io.stdout:write(string.format("%s: %s\n", candidate, r.status))
+  if r.message ~= "" then io.stdout:write(r.message, "\n") end
+  if r.tune then
+    for _, t in ipairs(r.tune.tried) do
+      local names = {}
+      for k, v in pairs(t.params) do names[#names + 1] = k .. "=" .. tostring(v) end
+      table.sort(names)
+      io.stdout:write(string.format("  tune %-30s %-10s %s\n", table.concat(names, " "), t.status,
+        t.latency_s and util.fmt_s(t.latency_s) or ""))
+    end
+  end
+  if r.profile and r.profile.text then io.stdout:write("\n", r.profile.text, "\n") end
+end
+
+function M.run(args)
+  local opts, pos, task, src = read_inputs(args)
+  local pool = opts.workers and pool_lib.open(opts.workers)
+  local ev = eval.new(task, { pool = pool,
     timeout = opts.timeout, threads = opts.threads and math.tointeger(opts.threads), tests_dir = opts.tests_dir,
     bench = { min_time = opts.min_time }, keep = opts.keep,
     suite_cache = not opts.fresh, baseline_cache = not opts.fresh,
     probe_stock = false, -- one candidate: nothing to make probes ahead for
   })
-  local ok, r = pcall(function()
-    local res = ev:evaluate({ [task.candidate_file] = src }, { tune = not opts.no_tune, profile = not opts.no_profile })
-    if res.correct then
-      local h = ev:heldout({ [task.candidate_file] = src })
-      res.heldout = h
-      if not h.correct then
-        res.status, res.correct = h.status, false
-        res.message = "passed the search tests but failed the held-out tests: " .. h.message
-      end
-    end
-    return res
-  end)
+  local ok, r = pcall(evaluate, ev, task, src, opts)
+  if opts.keep and ok then io.stderr:write("mkengine eval: kept ", ev.root, "\n") end
+  ev:close()
+  if pool then pool:release() end
   if not ok then
-    ev:close()
-    if pool then pool:release() end
-    local task_lib = require "mk.services.task"
     if r == task_lib.CANCELLED or task_lib.signal() then error(r, 0) end
     -- the suite could not be frozen or the reference measured: one line
     if type(r) == "table" and r.message then cli.fail("cannot evaluate: " .. tostring(r.message)) end
     error(r, 0)
   end
-  if opts.keep then io.stderr:write("mkengine eval: kept ", ev.root, "\n") end
-  ev:close()
-  if pool then pool:release() end
   if r.status == "infra" then -- the machine failed: no verdict on the candidate
     cli.fail("cannot evaluate, not the candidate's fault: " .. tostring(r.message))
   end
-  if opts.json then
-    local out = {
-      status = r.status, correct = r.correct, latency_s = num(r.latency_s),
-      baseline_latency_s = num(r.baseline_latency_s), speedup = num(r.speedup), message = r.message,
-      spread = num(r.spread), device_s = num(r.device_s), cpu_s = num(r.cpu_s), wall_s = num(r.wall_s), suspicious = r.suspicious,
-      task = task.name, candidate = pos[2],
-      baseline_cached = ev.base and ev.base.cached or false,
-    }
-    if r.timing then
-      out.timing = {}
-      for k, v in pairs(r.timing) do
-        if type(v) == "table" then -- bench_parts: {name = seconds}
-          out.timing[k] = {}
-          for k2, v2 in pairs(v) do out.timing[k][k2] = num(v2) end
-        else
-          out.timing[k] = num(v)
-        end
-      end
-    end
-    if r.profile then
-      local p = r.profile
-      out.profile = { text = p.text, gflops = num(p.gflops), gbps = num(p.gbps), peak_gflops = num(p.peak_gflops),
-        peak_gbps = num(p.peak_gbps), intensity = num(p.intensity), bound = p.bound, counters = p.counters }
-    else
-      out.profile = cjson.null
-    end
-    if r.tune then out.tune = { params = r.tune.params, tried = r.tune.tried, space = r.tune.space } end
-    if r.heldout then out.heldout = { correct = r.heldout.correct, status = r.heldout.status } end
-    io.stdout:write(cli.json(out), "\n")
-  else
-    local fmt_s = require("mk.services.util").fmt_s
-    io.stdout:write(string.format("%s: %s\n", pos[2], r.status))
-    if r.message ~= "" then io.stdout:write(r.message, "\n") end
-    if r.tune then
-      for _, t in ipairs(r.tune.tried) do
-        local names = {}
-        for k, v in pairs(t.params) do names[#names + 1] = k .. "=" .. tostring(v) end
-        table.sort(names)
-        io.stdout:write(string.format("  tune %-30s %-10s %s\n", table.concat(names, " "), t.status,
-          t.latency_s and fmt_s(t.latency_s) or ""))
-      end
-    end
-    if r.profile and r.profile.text then io.stdout:write("\n", r.profile.text, "\n") end
-  end
+  if opts.json then io.stdout:write(json_result(r, task, pos[2], ev), "\n") else print_text(r, pos[2]) end
   return 0
 end
 

@@ -1,9 +1,9 @@
 --- mkengine export RUN DEST: a self-contained copy of a run directory, its
 --- frozen suite copied in from the shared cache (runs refer to it by hash).
-local cli = require "mk.cli"
-local fs = require "mk.fs"
-local proc = require "mk.proc"
-local cjson = require "cjson.safe"
+local cli = require("mk.cli")
+local fs = require("mk.fs")
+local proc = require("mk.proc")
+local cjson = require("cjson.safe")
 
 local M = {
   summary = "copy a run directory with its frozen test suite inlined",

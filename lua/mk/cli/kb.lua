@@ -1,8 +1,8 @@
 --- mkengine kb search QUERY... [-k N] [--kb DIR]... [--only] [--json]
 --- mkengine kb stats [--kb DIR]... [--only]
 --- Search the knowledge base the agents retrieve from, as they would.
-local cli = require "mk.cli"
-local retrieve = require "mk.services.retrieve"
+local cli = require("mk.cli")
+local retrieve = require("mk.services.retrieve")
 
 local M = {
   summary = "search the knowledge base (kb/, kb/learned/, extra dirs) with BM25",

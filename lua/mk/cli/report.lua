@@ -1,6 +1,8 @@
 --- mkengine report PATH [-o FILE]: one self-contained HTML page for a run
 --- directory, a bench directory or a sweep (see docs/reporting.md).
-local cli = require "mk.cli"
+local cli = require("mk.cli")
+local fs = require("mk.fs")
+local report = require("mk.study.report")
 
 local M = {
   summary = "write one self-contained HTML report for a run, bench or sweep",
@@ -22,9 +24,7 @@ function M.run(args)
   local path = pos[1]
   if not path then cli.usage_error("missing PATH", M.usage) end
   if #pos > 1 then cli.usage_error("unexpected argument '" .. pos[2] .. "'", M.usage) end
-  local fs = require "mk.fs"
   local out = opts.out or (fs.isdir(path) and (path:gsub("/+$", "") .. "/report.html")) or "report.html"
-  local report = require "mk.study.report"
   local ok, data = report.write(path, out)
   if not ok then cli.input_error(data.message) end
   if opts.json then

@@ -1,9 +1,12 @@
 --- mkengine resume RUN: continue a run that stopped (killed, crashed,
 --- interrupted). Nodes already committed are answered from the graph, never
 --- recomputed; the run then finishes as if it had not stopped.
-local cli = require "mk.cli"
-local fs = require "mk.fs"
-local rundir = require "mk.search.rundir"
+local cli = require("mk.cli")
+local fs = require("mk.fs")
+local rundir = require("mk.search.rundir")
+local agents = require("agents")
+local runner = require("mk.search.runner")
+local run_cli = require("mk.cli.run")
 
 local M = {
   summary = "continue a stopped run from its run directory",
@@ -18,7 +21,6 @@ in RUN and replayed. --ui serves the run in the browser while it continues.]],
 }
 
 function M.run(args)
-  local run_cli = require "mk.cli.run"
   local opts, pos = cli.parse(args, { flags = { quiet = true, json = true, debug = true, ui = true },
     options = run_cli.UI_OPTIONS }, M.usage)
   if #pos ~= 1 then cli.usage_error("expected exactly one RUN directory", M.usage) end
@@ -31,8 +33,8 @@ function M.run(args)
     if lock then lock:unlock() end
   end
   if err then cli.input_error(err.message) end
-  opts.agents = require "agents"
-  local summary, rerr = run_cli.with_ui(opts)(function(o) return require("mk.search.runner").resume(dir, o) end)
+  opts.agents = agents
+  local summary, rerr = run_cli.with_ui(opts)(function(o) return runner.resume(dir, o) end)
   if not summary then
     if type(rerr) == "table" and (rerr.kind == "locked" or rerr.kind == "not_a_run" or rerr.kind == "corrupt") then
       cli.input_error(rerr.message)

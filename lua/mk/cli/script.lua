@@ -1,7 +1,8 @@
 --- mkengine script FILE.lua [ARGS...]: run a Lua file as the engine's main
 --- task, with the global `arg` set as the standalone `lua` does. The exit
 --- code is the integer the chunk returns (default 0).
-local cli = require "mk.cli"
+local cli = require("mk.cli")
+local util = require("mk.services.util")
 
 local M = {
   summary = "run a Lua file as the main task (arg set as in lua)",
@@ -17,7 +18,7 @@ function M.run(args)
   local chunk, cerr = loadfile(file)
   if not chunk then
     -- a syntax error already names file:line
-    error(setmetatable({ exit = 1, message = cerr }, { __tostring = function(e) return e.message end }), 0)
+    util.raise({ exit = 1, message = cerr })
   end
   local a = { [0] = file, [-1] = "mkengine script" }
   for i = 2, #args do a[i - 1] = args[i] end

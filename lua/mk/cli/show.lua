@@ -1,8 +1,8 @@
 --- mkengine show RUN [NODE]: the nodes of a run, one line each, or one node
 --- in full (plan, files, metrics, error). Reads only; safe on a live run.
-local cli = require "mk.cli"
-local graph = require "mk.search.graph"
-local rundir = require "mk.search.rundir"
+local cli = require("mk.cli")
+local graph = require("mk.search.graph")
+local rundir = require("mk.search.rundir")
 local json = require("cjson").new()
 
 local M = {

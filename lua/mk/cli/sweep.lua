@@ -1,6 +1,10 @@
 --- mkengine sweep FILE.lua: run a sweep script (mk.run / mk.study.bench / mk.map
 --- / mk.grid available as the table `mk`) and write one results table.
-local cli = require "mk.cli"
+local cli = require("mk.cli")
+local budget_lib = require("mk.search.budget")
+local fs = require("mk.fs")
+local progress = require("mk.services.progress")
+local sweep = require("mk.study.sweep")
 
 local M = {
   summary = "run a Lua sweep script (grids of runs/benches) and write one results table",
@@ -27,18 +31,12 @@ function M.run(args)
   }, M.usage)
   local file = pos[1]
   if not file then cli.usage_error("missing FILE.lua", M.usage) end
-  local fs = require "mk.fs"
   if not fs.exists(file) or fs.isdir(file) then cli.input_error("cannot open sweep script " .. file) end
   local name = file:match("([^/]+)%.lua$") or "sweep"
   local out = opts.out or string.format("runs/sweep-%s-%s", os.date("%Y%m%d-%H%M%S"), name)
   local defaults = { model = opts.model, llm_config = opts.llm_config, workers = opts.workers }
-  if opts.budget then
-    local b, err = require("mk.search.budget").parse(opts.budget)
-    if not b then cli.usage_error(err.message, M.usage) end
-    defaults.budget = b
-  end
-  local sweep = require "mk.study.sweep"
-  local prog = require("mk.services.progress").new { quiet = opts.quiet, json = opts.json, label = "sweep " .. name }
+  defaults.budget = cli.parsed(opts.budget, budget_lib.parse, M.usage)
+  local prog = progress.new { quiet = opts.quiet, json = opts.json, label = "sweep " .. name }
   prog:tick(1)
   local res, err = sweep.run_file(file, { out = out, defaults = defaults, progress = prog,
     args = table.move(pos, 2, #pos, 1, {}) })

@@ -1,7 +1,7 @@
 --- mkengine tree RUN: the search tree drawn in the terminal, the path from
 --- the root to the best node marked.
-local cli = require "mk.cli"
-local show = require "mk.cli.show"
+local cli = require("mk.cli")
+local show = require("mk.cli.show")
 
 local M = {
   summary = "draw a run's search tree, best path marked",

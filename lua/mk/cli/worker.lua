@@ -1,6 +1,7 @@
 --- mkengine worker: serve evaluations on this host over stdin/stdout (the
 --- engine starts it, through a pipe, ssh or srun; see docs/workers.md).
-local cli = require "mk.cli"
+local cli = require("mk.cli")
+local worker = require("mk.eval.worker")
 
 local M = {
   summary = "serve evaluations to an engine over stdin/stdout (started by --workers)",
@@ -27,7 +28,7 @@ function M.run(args)
   if #pos > 0 then cli.usage_error("unexpected argument " .. pos[1], M.usage) end
   local slots = o.slots and math.tointeger(o.slots)
   if o.slots and (not slots or slots < 1) then cli.usage_error("--slots must be a positive integer", M.usage) end
-  return require("mk.eval.worker").serve { slots = slots, name = o.name, cache = o.cache }
+  return worker.serve { slots = slots, name = o.name, cache = o.cache }
 end
 
 return M

@@ -5,6 +5,9 @@
 --- one line and `mkengine resume` computes the step again once the cause is
 --- gone. Targets report such failures as `status = "error"`; the evaluator
 --- hands them on as `status = "infra"`; the context raises `M.raise`.
+local task = require("mk.services.task")
+local util = require("mk.services.util")
+
 local M = {}
 
 M.KIND = "infra"
@@ -37,12 +40,19 @@ end
 --- An infrastructure error value: {kind = "infra", exit = 1, message}.
 ---@param message string
 function M.error(message)
-  return setmetatable({ kind = M.KIND, exit = 1, message = first_line(message) },
-    { __tostring = function(e) return e.message end })
+  return util.error({ kind = M.KIND, exit = 1, message = first_line(message) })
 end
 
 --- Raise an infrastructure error (see the module comment).
 function M.raise(message) error(M.error(message), 0) end
+
+--- Raise `err` again when it must stop a whole batch of runs (a bench, a
+--- sweep, an evaluation of many files), not only the one it came from: the
+--- task was cancelled, a signal is stopping the engine, or the machine
+--- failed (M.is), so the next runs would fail alike. Returns otherwise.
+function M.rethrow(err)
+  if err == task.CANCELLED or task.signal() or M.is(err) then error(err, 0) end
+end
 
 --- `err` as an infrastructure error when it is one or its text names a
 --- machine failure (a disk-full `assert` deep in a write); else nil.

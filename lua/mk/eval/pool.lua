@@ -7,18 +7,20 @@
 --- the candidate's failure; a worker that keeps failing is drained; with no
 --- worker left, requests fail with {kind = "no_workers"} and the run stops
 --- (resumable).
-local cjson = require "cjson"
-local fs = require "mk.fs"
-local proc = require "mk.proc"
-local task_lib = require "mk.services.task"
-local worker = require "mk.eval.worker"
+local cjson = require("cjson")
+local fs = require("mk.fs")
+local proc = require("mk.proc")
+local task_lib = require("mk.services.task")
+local util = require("mk.services.util")
+local worker = require("mk.eval.worker")
+local home = require("mk.home")
 
 local M = {}
 
 local KINDS = { ["local"] = true, ssh = true, slurm = true }
 
 local function input_error(msg)
-  error(setmetatable({ exit = 2, message = msg }, { __tostring = function(e) return e.message end }), 0)
+  util.raise({ exit = 2, message = msg })
 end
 
 local function check_list(v, what)
@@ -63,11 +65,6 @@ function M.load(path)
   return specs
 end
 
-local function shell_quote(s)
-  s = tostring(s)
-  if s:match("^[%w@%%+=:,./_-]+$") then return s end
-  return "'" .. s:gsub("'", "'\\''") .. "'"
-end
 
 --- The command line that starts a spec's worker (exposed for tests/docs).
 ---@param spec table
@@ -96,9 +93,9 @@ function M.argv(spec, opts)
       local names = {}
       for k in pairs(spec.env) do names[#names + 1] = k end
       table.sort(names)
-      for _, k in ipairs(names) do words[#words + 1] = shell_quote(k .. "=" .. tostring(spec.env[k])) end
+      for _, k in ipairs(names) do words[#words + 1] = util.sh_quote(k .. "=" .. tostring(spec.env[k])) end
     end
-    for _, w in ipairs(wargs) do words[#words + 1] = shell_quote(w) end
+    for _, w in ipairs(wargs) do words[#words + 1] = util.sh_quote(w) end
     a[#a + 1] = table.concat(words, " ")
     return a
   end
@@ -146,7 +143,7 @@ function M.new(specs, opts)
   self.tasks = {}
   self.stats = { retried = 0, lost = 0, busy_s = 0 }
   self.control_dir = fs.tmpdir("mkssh")
-  self.exe = opts.exe or require("mk.home").exe
+  self.exe = opts.exe or home.exe
   for i, spec in ipairs(specs) do
     local c = { spec = spec, index = i, failures = 0, gen = 0, pending = {}, shipped = {},
       label = spec.name or (spec.kind == "ssh" and ((spec.user and spec.user .. "@" or "") .. spec.host
@@ -405,22 +402,20 @@ function Pool:request(task, op, files, opts, eval_opts)
         local msg = r.msg
         if msg.ok then return worker.integers(msg.result) end
         local e = msg.error or {}
-        error(setmetatable({ kind = e.kind or "error", message = tostring(e.message) },
-          { __tostring = function(x) return x.kind .. ": " .. x.message end }), 0)
+        util.raise({ kind = e.kind or "error", message = tostring(e.message) }, (e.kind or "error") .. ": ")
       end
       why = r.lost
     elseif c.state == "ready" then
       self:_release(s) -- a task error, not the worker's fault
-      error(setmetatable({ kind = "worker", message = why }, { __tostring = function(x) return x.message end }), 0)
+      util.raise({ kind = "worker", message = why })
     end
     last = why
     self.stats.retried = self.stats.retried + 1
     say(self, "evaluation on %s lost (%s); retrying elsewhere", c.label, tostring(why))
   end
   local msg = self.dead and "no worker left" or string.format("gave up after %d attempts", attempts)
-  error(setmetatable({ kind = "no_workers", exit = 1, message = msg .. (last and " (last: " .. last .. ")" or "")
-    .. "; `mkengine resume RUN_DIR` continues once workers are back" },
-    { __tostring = function(x) return x.message end }), 0)
+  util.raise({ kind = "no_workers", exit = 1, message = msg .. (last and " (last: " .. last .. ")" or "")
+    .. "; `mkengine resume RUN_DIR` continues once workers are back" })
 end
 
 --- Workers and their state: {{label, name, state, slots, failures, why}}.

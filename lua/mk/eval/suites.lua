@@ -12,11 +12,11 @@
 --- suite is verified (manifest, seal) by the target whenever an evaluator
 --- opens it; a run directory records the key in suite.json. See
 --- docs/api/eval.md, "Suite cache".
-local fs = require "mk.fs"
-local task_lib = require "mk.services.task"
-local hash = require "mk.hash"
-local json = require "mk.services.llm.json"
-local cjson = require "cjson.safe"
+local fs = require("mk.fs")
+local task_lib = require("mk.services.task")
+local hash = require("mk.hash")
+local json = require("mk.services.json")
+local cjson = require("cjson.safe")
 
 local M = { VERSION = 1 }
 

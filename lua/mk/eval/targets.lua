@@ -12,8 +12,8 @@
 --- $MKENGINE_TARGETS (':'-separated), then in directories given to
 --- `targets.add_dir`; the first folder of a name wins. A missing or broken
 --- file is an error naming the file, never a silent fallback.
-local fs = require "mk.fs"
-local home = require "mk.home"
+local fs = require("mk.fs")
+local home = require("mk.home")
 
 local M = {}
 

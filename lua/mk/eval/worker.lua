@@ -20,11 +20,14 @@
 ---
 --- Nothing of the engine's environment travels: the messages carry files
 --- and evaluation options only.
-local cjson = require "cjson"
-local fs = require "mk.fs"
-local git = require "mk.git"
-local home = require "mk.home"
-local task_lib = require "mk.services.task"
+local cjson = require("cjson")
+local eval = require("mk.eval")
+local fs = require("mk.fs")
+local git = require("mk.git")
+local home = require("mk.home")
+local proc = require("mk.proc")
+local targets = require("mk.eval.targets")
+local task_lib = require("mk.services.task")
 
 local M = {}
 
@@ -133,7 +136,202 @@ local function host_facts()
   return f
 end
 
-local function target_names() return require("mk.eval.targets").list() end
+-- A worker serving one engine (W below): its name, slots and cache, the
+-- engine's stdin reader, the shipped tasks, the evaluators by task and
+-- options, the manifests waiting for blobs, the heartbeat clock.
+local Worker = {}
+Worker.__index = Worker
+
+local function default_cache()
+  return (os.getenv("XDG_CACHE_HOME") or ((os.getenv("HOME") or "/tmp") .. "/.cache")) .. "/mkengine/worker"
+end
+
+local function new_worker(opts)
+  local facts = host_facts()
+  local W = setmetatable({ slots = opts.slots or 1, facts = facts, name = opts.name or facts.hostname or "worker",
+    cache = opts.cache or default_cache(), hb = opts.hb or 2, hb_timeout = opts.hb_timeout,
+    tasks = {}, evaluators = {}, pending = {}, done = false, code = 0, said_bye = false }, Worker)
+  for _, sub in ipairs({ "blobs", "tasks", "tests" }) do fs.mkdirs(W.cache .. "/" .. sub) end
+  W.sem = task_lib.semaphore(W.slots)
+  W.last_seen = task_lib.now()
+  return W
+end
+
+function Worker:send(msg) -- luacheck: ignore 212/self
+  io.stdout:write(M.encode(msg))
+  io.stdout:flush()
+end
+
+-- The task of a manifest (relpath -> blob id) as a directory of the cache,
+-- written once (a .complete marker) and loaded: task | nil, why.
+function Worker:materialize(id, manifest)
+  local dir = self.cache .. "/tasks/" .. id
+  if not fs.exists(dir .. "/.complete") then
+    local tmp = dir .. ".part-" .. tostring(task_lib.now()):gsub("%.", "")
+    fs.rm_rf(tmp)
+    for rel, sha in pairs(manifest) do
+      if not valid_rel(rel) then return nil, "bad path in task manifest: " .. tostring(rel) end
+      local data = fs.read(self.cache .. "/blobs/" .. sha)
+      if not data then return nil, "missing blob " .. sha end
+      local parent = (tmp .. "/" .. rel):match("^(.*)/[^/]+$")
+      fs.mkdirs(parent)
+      fs.write(tmp .. "/" .. rel, data)
+    end
+    fs.write(tmp .. "/.complete", id)
+    fs.rm_rf(dir)
+    fs.rename(tmp, dir)
+  end
+  local t, err = targets.load_task(dir)
+  if not t then return nil, err and err.message or "cannot load the task" end
+  self.tasks[id] = t
+  return t
+end
+
+-- The evaluator of a request's task and evaluation options (one per pair,
+-- kept for later requests): evaluator | nil, why.
+function Worker:evaluator_for(msg)
+  local t = self.tasks[msg.task]
+  if not t then return nil, "task " .. tostring(msg.task) .. " was not shipped" end
+  local eo = M.integers(msg.eval or {})
+  local key = msg.task .. " " .. cjson.encode(eo)
+  local ev = self.evaluators[key]
+  if not ev then
+    local o = {}
+    for k, v in pairs(eo) do o[k] = v end
+    if o.test_sizes then t.test_sizes = o.test_sizes end
+    o.test_sizes = nil
+    o.tests_dir = self.cache .. "/tests/" .. git.hash(key)
+    ev = eval.new(t, o)
+    self.evaluators[key] = ev
+  end
+  return ev
+end
+
+-- The evaluator method a request names.
+local function run_op(ev, msg)
+  if msg.op == "evaluate" then return ev:evaluate(msg.files, M.integers(msg.opts or {}))
+  elseif msg.op == "heldout" then return ev:heldout(msg.files)
+  elseif msg.op == "freeze" then return ev:freeze()
+  elseif msg.op == "baseline" then return ev:baseline()
+  end
+  error({ kind = "worker", message = "unknown op " .. tostring(msg.op) }, 0)
+end
+
+-- Answer one request, in a slot.
+function Worker:serve_req(msg)
+  self.sem:with(function()
+    local ev, err = self:evaluator_for(msg)
+    if not ev then
+      self:send { t = "result", id = msg.id, ok = false, error = { kind = "worker", message = err } }
+      return
+    end
+    local ok, r = pcall(run_op, ev, msg)
+    if ok then
+      local res = M.plain(r)
+      res.worker = self.name
+      self:send { t = "result", id = msg.id, ok = true, result = res }
+    elseif task_lib.signal() then
+      -- the worker is stopping (SIGTERM: scancel, a node going down): its
+      -- work was cut short, which is no verdict; the engine sees the
+      -- connection end and retries the request elsewhere. (Any other
+      -- cancellation is answered: the pool retries a "cancelled" error.)
+      return
+    else
+      local e = type(r) == "table" and { kind = r.kind or "error", message = tostring(r.message or r) }
+        or { kind = "error", message = tostring(r) }
+      self:send { t = "result", id = msg.id, ok = false, error = e }
+    end
+  end)
+end
+
+-- Heartbeats to the engine; stops reading (so the worker exits) when the
+-- engine has said nothing for hb_timeout seconds.
+function Worker:heartbeat()
+  while not self.done do
+    task_lib.sleep(self.hb)
+    self:send { t = "hb" }
+    local quiet = task_lib.now() - self.last_seen
+    if quiet > (self.hb_timeout or 5 * self.hb) then
+      io.stderr:write("mkengine worker: no word from the engine for ", string.format("%.0f", quiet), " s: exiting\n")
+      self.input:kill()
+      return
+    end
+  end
+end
+
+-- The engine's hello: true when its version differs (refused, exit 2).
+function Worker:on_hello(msg)
+  if msg.version ~= M.VERSION or msg.protocol ~= M.PROTOCOL then
+    self:send { t = "refused", message = string.format("worker %s runs mkengine %s (protocol %d), the engine %s (protocol %s)",
+      self.name, M.VERSION, M.PROTOCOL, tostring(msg.version), tostring(msg.protocol)) }
+    self.code = 2
+    return true
+  end
+  if msg.hb then self.hb = msg.hb end
+  if msg.hb_timeout then self.hb_timeout = msg.hb_timeout end
+end
+
+-- A shipped task: ask for the blobs the cache lacks, or load it now.
+function Worker:on_task(msg)
+  local missing = {}
+  for _, sha in pairs(msg.files or {}) do
+    if not fs.exists(self.cache .. "/blobs/" .. sha) then missing[#missing + 1] = sha end
+  end
+  if #missing > 0 then
+    self.pending[msg.id] = msg.files
+    self:send { t = "need", id = msg.id, blobs = missing }
+  else
+    local t, err = self:materialize(msg.id, msg.files)
+    self:send(t and { t = "task_ready", id = msg.id } or { t = "task_error", id = msg.id, message = err })
+  end
+end
+
+-- The blobs a task needed (each kept only when its content matches its id).
+function Worker:on_blobs(msg)
+  for sha, data in pairs(msg.data or {}) do
+    if git.hash(data) == sha then fs.write(self.cache .. "/blobs/" .. sha, data) end
+  end
+  local manifest = self.pending[msg.id]
+  self.pending[msg.id] = nil
+  local t, err
+  if manifest then t, err = self:materialize(msg.id, manifest) else err = "blobs for an unknown task" end
+  self:send(t and { t = "task_ready", id = msg.id } or { t = "task_error", id = msg.id, message = err })
+end
+
+-- Read the engine's messages until EOF, bye or a refused hello.
+function Worker:read_loop()
+  while true do
+    local line = self.input:read_line()
+    if not line then return end
+    self.last_seen = task_lib.now()
+    local msg, why = M.decode(line)
+    if not msg then
+      io.stderr:write("mkengine worker: ", why, "\n")
+    elseif msg.t == "hello" then
+      if self:on_hello(msg) then return end
+    elseif msg.t == "task" then
+      self:on_task(msg)
+    elseif msg.t == "blobs" then
+      self:on_blobs(msg)
+    elseif msg.t == "req" then
+      task_lib.spawn(self.serve_req, self, msg)
+    elseif msg.t == "bye" then
+      self.said_bye = true
+      return
+    end
+  end
+end
+
+-- The engine went away without a bye (killed, connection lost). Inside a
+-- Slurm allocation, give it back: the salloc that held it may have been
+-- killed with the engine and could not release it itself.
+function Worker:release_allocation()
+  local job = os.getenv("SLURM_JOB_ID")
+  if not self.said_bye and self.code == 0 and job and job:match("^%d+$") then
+    io.stderr:write("mkengine worker: engine gone, cancelling Slurm job ", job, "\n")
+    proc.run { argv = { "scancel", job }, timeout = 30 }
+  end
+end
 
 --- Serve the protocol on stdin/stdout until EOF, `bye`, or the engine goes
 --- quiet. opts: slots (default 1), name (default the host name), cache
@@ -141,181 +339,20 @@ local function target_names() return require("mk.eval.targets").list() end
 --- engine's), hb_timeout (default 5 × hb).
 ---@return integer exit code
 function M.serve(opts)
-  opts = opts or {}
-  local proc = require "mk.proc"
-  local eval = require "mk.eval"
-  local slots = opts.slots or 1
-  local facts = host_facts()
-  local name = opts.name or facts.hostname or "worker"
-  local cache = opts.cache or ((os.getenv("XDG_CACHE_HOME") or ((os.getenv("HOME") or "/tmp") .. "/.cache"))
-    .. "/mkengine/worker")
-  fs.mkdirs(cache .. "/blobs")
-  fs.mkdirs(cache .. "/tasks")
-  fs.mkdirs(cache .. "/tests")
-
-  local function send(msg)
-    io.stdout:write(M.encode(msg))
-    io.stdout:flush()
-  end
-
-  send { t = "hello", version = M.VERSION, protocol = M.PROTOCOL, name = name, slots = slots,
-    targets = target_names(), host = facts }
-
+  local W = new_worker(opts or {})
+  W:send { t = "hello", version = M.VERSION, protocol = M.PROTOCOL, name = W.name, slots = W.slots,
+    targets = targets.list(), host = W.facts }
   -- stdin through a child, so waiting for the engine does not block the loop
-  local input = assert(proc.spawn { argv = { "cat" }, stdin = "inherit" })
-  local hb, hb_timeout = opts.hb or 2, opts.hb_timeout
-  local last_seen = task_lib.now()
-  local sem = task_lib.semaphore(slots)
-  local tasks, evaluators, pending = {}, {}, {}
-  local done = false
-
-  local function materialize(id, manifest)
-    local dir = cache .. "/tasks/" .. id
-    if not fs.exists(dir .. "/.complete") then
-      local tmp = dir .. ".part-" .. tostring(task_lib.now()):gsub("%.", "")
-      fs.rm_rf(tmp)
-      for rel, sha in pairs(manifest) do
-        if not valid_rel(rel) then return nil, "bad path in task manifest: " .. tostring(rel) end
-        local data = fs.read(cache .. "/blobs/" .. sha)
-        if not data then return nil, "missing blob " .. sha end
-        local parent = (tmp .. "/" .. rel):match("^(.*)/[^/]+$")
-        fs.mkdirs(parent)
-        fs.write(tmp .. "/" .. rel, data)
-      end
-      fs.write(tmp .. "/.complete", id)
-      fs.rm_rf(dir)
-      fs.rename(tmp, dir)
-    end
-    local t, err = require("mk.eval.targets").load_task(dir)
-    if not t then return nil, err and err.message or "cannot load the task" end
-    tasks[id] = t
-    return t
-  end
-
-  local function evaluator_for(msg)
-    local t = tasks[msg.task]
-    if not t then return nil, "task " .. tostring(msg.task) .. " was not shipped" end
-    local eo = M.integers(msg.eval or {})
-    local key = msg.task .. " " .. cjson.encode(eo)
-    local ev = evaluators[key]
-    if not ev then
-      local o = {}
-      for k, v in pairs(eo) do o[k] = v end
-      if o.test_sizes then t.test_sizes = o.test_sizes end
-      o.test_sizes = nil
-      o.tests_dir = cache .. "/tests/" .. git.hash(key)
-      ev = eval.new(t, o)
-      evaluators[key] = ev
-    end
-    return ev
-  end
-
-  local function serve_req(msg)
-    sem:with(function()
-      local ev, err = evaluator_for(msg)
-      if not ev then
-        send { t = "result", id = msg.id, ok = false, error = { kind = "worker", message = err } }
-        return
-      end
-      local files = msg.files
-      local ok, r = pcall(function()
-        if msg.op == "evaluate" then return ev:evaluate(files, M.integers(msg.opts or {}))
-        elseif msg.op == "heldout" then return ev:heldout(files)
-        elseif msg.op == "freeze" then return ev:freeze()
-        elseif msg.op == "baseline" then return ev:baseline()
-        end
-        error({ kind = "worker", message = "unknown op " .. tostring(msg.op) }, 0)
-      end)
-      if ok then
-        local res = M.plain(r)
-        res.worker = name
-        send { t = "result", id = msg.id, ok = true, result = res }
-      elseif task_lib.signal() then
-        -- the worker is stopping (SIGTERM: scancel, a node going down): its
-        -- work was cut short, which is no verdict; the engine sees the
-        -- connection end and retries the request elsewhere. (Any other
-        -- cancellation is answered: the pool retries a "cancelled" error.)
-        return
-      else
-        local e = type(r) == "table" and { kind = r.kind or "error", message = tostring(r.message or r) }
-          or { kind = "error", message = tostring(r) }
-        send { t = "result", id = msg.id, ok = false, error = e }
-      end
-    end)
-  end
-
-  local beat = task_lib.spawn(function()
-    while not done do
-      task_lib.sleep(hb)
-      send { t = "hb" }
-      if task_lib.now() - last_seen > (hb_timeout or 5 * hb) then
-        io.stderr:write("mkengine worker: no word from the engine for ", string.format("%.0f", task_lib.now() - last_seen),
-          " s: exiting\n")
-        input:kill()
-        return
-      end
-    end
-  end)
-
-  local code, said_bye = 0, false
-  while true do
-    local line = input:read_line()
-    if not line then break end
-    last_seen = task_lib.now()
-    local msg, why = M.decode(line)
-    if not msg then
-      io.stderr:write("mkengine worker: ", why, "\n")
-    elseif msg.t == "hello" then
-      if msg.version ~= M.VERSION or msg.protocol ~= M.PROTOCOL then
-        send { t = "refused", message = string.format("worker %s runs mkengine %s (protocol %d), the engine %s (protocol %s)",
-          name, M.VERSION, M.PROTOCOL, tostring(msg.version), tostring(msg.protocol)) }
-        code = 2
-        break
-      end
-      if msg.hb then hb = msg.hb end
-      if msg.hb_timeout then hb_timeout = msg.hb_timeout end
-    elseif msg.t == "task" then
-      local missing = {}
-      for _, sha in pairs(msg.files or {}) do
-        if not fs.exists(cache .. "/blobs/" .. sha) then missing[#missing + 1] = sha end
-      end
-      if #missing > 0 then
-        pending[msg.id] = msg.files
-        send { t = "need", id = msg.id, blobs = missing }
-      else
-        local t, err = materialize(msg.id, msg.files)
-        send(t and { t = "task_ready", id = msg.id } or { t = "task_error", id = msg.id, message = err })
-      end
-    elseif msg.t == "blobs" then
-      for sha, data in pairs(msg.data or {}) do
-        if git.hash(data) == sha then fs.write(cache .. "/blobs/" .. sha, data) end
-      end
-      local manifest = pending[msg.id]
-      pending[msg.id] = nil
-      local t, err
-      if manifest then t, err = materialize(msg.id, manifest) else err = "blobs for an unknown task" end
-      send(t and { t = "task_ready", id = msg.id } or { t = "task_error", id = msg.id, message = err })
-    elseif msg.t == "req" then
-      task_lib.spawn(serve_req, msg)
-    elseif msg.t == "bye" then
-      said_bye = true
-      break
-    end
-  end
-  -- The engine went away without a bye (killed, connection lost). Inside a
-  -- Slurm allocation, give it back: the salloc that held it may have been
-  -- killed with the engine and could not release it itself.
-  local job = os.getenv("SLURM_JOB_ID")
-  if not said_bye and code == 0 and job and job:match("^%d+$") then
-    io.stderr:write("mkengine worker: engine gone, cancelling Slurm job ", job, "\n")
-    proc.run { argv = { "scancel", job }, timeout = 30 }
-  end
-  done = true
+  W.input = assert(proc.spawn { argv = { "cat" }, stdin = "inherit" })
+  local beat = task_lib.spawn(W.heartbeat, W)
+  W:read_loop()
+  W:release_allocation()
+  W.done = true
   beat:cancel()
-  input:kill()
-  input:wait()
-  for _, ev in pairs(evaluators) do pcall(ev.close, ev) end
-  return code
+  W.input:kill()
+  W.input:wait()
+  for _, ev in pairs(W.evaluators) do pcall(ev.close, ev) end
+  return W.code
 end
 
 return M

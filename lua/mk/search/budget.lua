@@ -3,6 +3,8 @@
 --- device time, or run events) and checks `exhausted()` before each new
 --- expansion; strategies read `left()` to plan. Limits that are not set
 --- are unlimited (math.huge).
+local task_lib = require("mk.services.task")
+
 local budget = {}
 
 budget.KEYS = { "tokens", "usd", "device_s", "wall_s" }
@@ -50,7 +52,7 @@ end
 local Budget = {}
 Budget.__index = Budget
 
-local function default_clock() return require("mk.services.task").now end
+local function default_clock() return task_lib.now end
 
 --- A budget object. limits: {tokens=, usd=, device_s=, wall_s=} (a table
 --- or budget.parse text; nil = unlimited). opts.clock: seconds function

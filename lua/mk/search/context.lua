@@ -14,6 +14,7 @@ local rng_lib = require "mk.services.rng"
 local targets = require "mk.eval.targets"
 local template = require "mk.services.template"
 local fs = require "mk.fs"
+local util = require "mk.services.util"
 local ask = require "mk.search.ask"
 
 --- What a strategy's `run(ctx)` receives (docs/strategies.md); for editors.
@@ -275,8 +276,7 @@ function Ctx:chat(req)
     self:event { type = "llm_error", agent = req.agent, key = req.key, kind = err and err.kind,
       message = err and err.message }
     if err and TERMINAL[err.kind] then
-      error(setmetatable({ exit = 1, kind = err.kind, message = "model error (" .. err.kind .. "): " .. tostring(err.message) },
-        { __tostring = function(e) return e.message end }), 0)
+      util.raise({ exit = 1, kind = err.kind, message = "model error (" .. err.kind .. "): " .. tostring(err.message) })
     end
     return nil, err
   end
@@ -314,12 +314,8 @@ end
 -- The source hash of candidate files (names and contents, and whether they
 -- are autotuned: a tuned build is a different measurement).
 local function source_hash(files, o)
-  local names = {}
-  for k in pairs(files) do names[#names + 1] = k end
-  table.sort(names)
-  local parts = { o.tune and "tune" or "" }
-  for _, k in ipairs(names) do parts[#parts + 1] = k .. "\0" .. tostring(files[k]) end
-  return string.format("%016x", rng_lib.hash(table.concat(parts, "\1")))
+  local key = util.files_key(files)
+  return string.format("%016x", rng_lib.hash((o.tune and "tune" or "") .. (key ~= "" and "\1" .. key or "")))
 end
 M.source_hash = source_hash
 
@@ -481,9 +477,8 @@ function M.check_result(ctx, ret, path)
   if type(ret) == "table" and ret.id ~= nil and rawget(ctx, "graph"):get(ret.id) == ret then return ret end
   local what = type(ret) == "table" and "a table that is not a node of this run's graph" or
       (type(ret) .. " " .. tostring(ret))
-  error(setmetatable({ exit = 1, kind = "strategy", message = string.format(
-    "strategy %s: run() must return a node of the graph or nil, got %s", path, what) },
-    { __tostring = function(e) return e.message end }), 0)
+  util.raise({ exit = 1, kind = "strategy", message = string.format(
+    "strategy %s: run() must return a node of the graph or nil, got %s", path, what) })
 end
 
 --- Evaluate what an agent produced and turn it into a node spec.

@@ -602,6 +602,12 @@ function graph.open(dir, opts)
     readonly = opts.readonly or false, problems = {}, snapshot_every = opts.snapshot_every or SNAP_EVERY,
     no_snapshot = opts.snapshot == false or nil }, Graph)
   g:_reset()
+  if not g.readonly then
+    -- new refs are lines appended to packed-refs: one cut short by a crash
+    -- goes before anything reads the refs
+    local _, torn = repo:repair_refs()
+    if torn then g.problems[#g.problems + 1] = "dropped a torn last line of packed-refs" end
+  end
   local ok, dirty = pcall(g._reconcile, g, opts.verify)
   if not ok then
     repo:close()
@@ -681,7 +687,7 @@ function Graph:add(spec)
   local msg = string.format("%s %s %s%s\n\n%s", id, n.kind, status, fmt_speedup(n.metrics),
     spec.key and ("key: " .. spec.key .. "\n") or "")
   local oid, err = self.repo:commit{ files = tree, parents = parent_oids, message = msg,
-    ref = "refs/nodes/" .. id, time = n.time }
+    ref = "refs/nodes/" .. id, new_ref = true, time = n.time }
   if not oid then return nil, err end
   n.oid = oid
   local prev_best = self.best_node

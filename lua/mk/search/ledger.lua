@@ -4,8 +4,8 @@
 --- holds one `llm` event per model call (tokens, USD, latency), one
 --- `evaluation` event per candidate evaluated (device seconds), and a
 --- `run_start` or `resume` event where each session began.
-local fs = require "mk.fs"
-local cjson = require "cjson.safe"
+local fs = require("mk.fs")
+local cjson = require("cjson.safe")
 
 local M = {}
 

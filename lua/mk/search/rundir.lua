@@ -17,12 +17,14 @@
 ---
 --- Only one engine may write a run: create/open take the lock, a second one
 --- gets {kind = "locked"}. Opening validates before touching anything.
-local fs = require "mk.fs"
-local git = require "mk.git"
-local graph = require "mk.search.graph"
-local utf8_text = require "mk.services.text"
+local fs = require("mk.fs")
+local git = require("mk.git")
+local graph = require("mk.search.graph")
+local utf8_text = require("mk.services.text")
 local json = require("cjson").new()
-local util = require "mk.services.util"
+local util = require("mk.services.util")
+local home = require("mk.home")
+local task_lib = require("mk.services.task")
 
 local rundir = {}
 
@@ -42,7 +44,7 @@ end
 local Run = {}
 Run.__index = Run
 
-local function now() return require("mk.services.task").now() end
+local function now() return task_lib.now() end
 
 -- The name of a strategy or task path for a directory name: its last
 -- component without extension.
@@ -225,7 +227,7 @@ function rundir.create(o)
   local started = os.time()
   local info = {
     strategy = o.strategy, task = o.task, options = o.options or {}, seed = o.seed, model = o.model,
-    engine = "mkengine", engine_version = require("mk.home").version, status = "running",
+    engine = "mkengine", engine_version = home.version, status = "running",
     started = started, started_at = os.date("!%Y-%m-%dT%H:%M:%SZ", started), resumed = 0,
     sync = o.sync == true,
   }

@@ -5,7 +5,7 @@
 ---       run_dir=, root=, quiet=, json=, jobs=, kb_learn=, kb_dirs=, agents=}
 ---   → summary (contents of summary.json plus run_dir)
 ---   resume(run_dir, {agents=, quiet=, json=}) → summary
---- `agents` (required) is the table of sub-agents, as `require "agents"`
+--- `agents` (required) is the table of sub-agents, as `require("agents")`
 --- returns: the commands hand it in, the search floor never requires it.
 ---
 --- Input problems (unknown strategy, bad task, bad option, bad model spec)
@@ -13,15 +13,27 @@
 --- file:line and traceback (exit 1); a failure of the machine (disk full,
 --- a tool missing, a modified suite: mk.eval.infra) stops the run with
 --- one line {kind = "infra", exit = 1} and status "stopped".
-local fs = require "mk.fs"
-local task_lib = require "mk.services.task"
-local home = require "mk.home"
-local infra = require "mk.eval.infra"
+local budget_lib = require("mk.search.budget")
+local cjson = require("cjson")
+local context = require("mk.search.context")
+local eval = require("mk.eval")
+local fs = require("mk.fs")
+local home = require("mk.home")
+local infra = require("mk.eval.infra")
+local ledger = require("mk.search.ledger")
+local llm = require("mk.services.llm") -- loads mk.services.llm.providers.scripted itself for --model scripted
+local pool_lib = require("mk.eval.pool")
+local progress_lib = require("mk.services.progress")
+local retrieve = require("mk.services.retrieve")
+local rundir = require("mk.search.rundir")
+local targets = require("mk.eval.targets")
+local task_lib = require("mk.services.task")
+local util = require("mk.services.util")
 
 local runner = {}
 
 local function input_error(msg)
-  error(setmetatable({ exit = 2, kind = "input", message = msg }, { __tostring = function(e) return e.message end }), 0)
+  util.raise({ exit = 2, kind = "input", message = msg })
 end
 
 -- The run cannot go on: one line, exit 1 (an infrastructure failure when
@@ -29,7 +41,7 @@ end
 local function run_error(msg)
   local ie = infra.wrap(msg)
   if ie then error(ie, 0) end
-  error(setmetatable({ exit = 1, kind = "run", message = msg }, { __tostring = function(e) return e.message end }), 0)
+  util.raise({ exit = 1, kind = "run", message = msg })
 end
 
 --- Find and load a strategy: a name in lua/strategies ("beam" or
@@ -150,7 +162,6 @@ local function make_client(model, llm_config, cache)
     input_error("no model: pass --model PROVIDER:MODEL (openai:..., gemini:..., anthropic:..., exec:COMMAND) " ..
       "or --model scripted for the offline scripted test model")
   end
-  local llm = require "mk.services.llm" -- loads mk.services.llm.providers.scripted itself for --model scripted
   local ok, client, err = pcall(llm.from_spec, model, { config_file = llm_config, cache = cache })
   if not ok then input_error("bad model spec '" .. model .. "': " .. tostring(client)) end
   if not client then input_error("bad model spec '" .. model .. "': " .. tostring(err and err.message or err)) end
@@ -195,55 +206,40 @@ local function heldout_best(ctx, chosen)
   return nil
 end
 
-local function execute(o, run, info, resumed)
-  local targets = require "mk.eval.targets"
-  local eval = require "mk.eval"
-  local context = require "mk.search.context"
+-- The budget of a run: its limits (a --budget text parsed), with the
+-- wall time earlier sessions spent; nil without limits.
+local function run_budget(info, prior)
+  if not info.budget then return nil end
+  local limits, berr = info.budget, nil
+  if type(limits) == "string" then limits, berr = budget_lib.parse(limits) end
+  if not limits then input_error("bad --budget: " .. berr.message) end
+  return budget_lib.new(limits, { used = { wall_s = prior.wall_s } })
+end
 
-  local task, terr = targets.load_task(info.task_dir)
-  if not task then input_error("bad task " .. tostring(info.task_dir) .. ": " .. tostring(terr and terr.message or terr)) end
-  local strategy, spath = runner.load_strategy(info.strategy)
-  local opts = runner.options(strategy, info.set, spath, o.agents and o.agents.defaults)
-  -- real models cache by default (a re-run or resume replays completed calls
-  -- for free); the scripted test model never needs a cache
-  local cache = info.llm_cache or (info.model ~= "scripted" and "rw" or "off")
-  local client = make_client(info.model, info.llm_config, cache)
-
-  local progress = require("mk.services.progress").new { quiet = o.quiet, json = o.json, label = info.strategy .. " " .. task.name }
-  local function note(msg) progress:note(msg) end
-  -- what earlier sessions spent (a resumed run): budget and summary count it
-  local prior = require("mk.search.ledger").read(run:path("events.jsonl"))
-  local budget
-  if info.budget then
-    local b = require "mk.search.budget"
-    local limits, berr = info.budget, nil
-    if type(limits) == "string" then limits, berr = b.parse(limits) end
-    if not limits then input_error("bad --budget: " .. berr.message) end
-    budget = b.new(limits, { used = { wall_s = prior.wall_s } })
+-- Every event of the run also feeds the status line (or --json); every
+-- model call of this run (a bench runs several in one process) becomes an
+-- event. Returns a function giving this run's call count.
+local function wire_events(run, progress, client)
+  local append = run.event
+  run.event = function(self, e)
+    append(self, e)
+    progress:event(e)
   end
-
-  do -- every event of the run also feeds the status line (or --json)
-    local append = run.event
-    run.event = function(self, e)
-      append(self, e)
-      progress:event(e)
-    end
-  end
-  -- this run's calls only (a bench runs several runs in one process)
   local calls = 0
   client.ledger = function(rec)
     calls = calls + 1
     rec.type = "llm"
     run:event(rec)
   end
-  note(string.format("mkengine: %s on %s with %s%s -> %s", info.strategy, task.name, client.label or info.model,
-    resumed and " (resumed)" or "", run.dir))
+  return function() return calls end
+end
 
-  if info.workers then -- evaluations go to the workers the file names (docs/workers.md)
-    run.pool = require("mk.eval.pool").open(info.workers, { log = note })
-  end
-  -- the frozen suite: in the shared cache (suite.json names it), or in
-  -- tests/ for runs made before the cache or exported standalone
+-- The evaluator (on the workers the run names, docs/workers.md) and the
+-- strategies' ctx. The frozen suite is in the shared cache (suite.json
+-- names it), or in tests/ for runs made before the cache or exported
+-- standalone.
+local function open_context(o, run, info, task, opts, client, budget, prior, note)
+  if info.workers then run.pool = pool_lib.open(info.workers, { log = note }) end
   local inlined = fs.exists(run.dir .. "/tests/frozen.json")
   local ev = eval.new(task, { tests_dir = inlined and (run.dir .. "/tests") or nil, suite_cache = not inlined,
     jobs = info.jobs, seed = info.seed, timeout = info.timeout, pool = run.pool })
@@ -253,11 +249,13 @@ local function execute(o, run, info, resumed)
     seed = info.seed or 0, budget = budget, prior = prior, log = function(msg) note(msg) end }
   ctx.started = task_lib.now()
   run.spent = function() return ctx:spent() end -- recorded with each node event
+  return ev, ctx
+end
 
-  -- frozen tests, after the tests agent proposed extra shapes (recorded in
-  -- run.json, so a resumed run freezes the same suite)
+-- The extra test shapes the tests agent proposed, added to the task's
+-- (recorded in the run directory, so a resumed run freezes the same suite).
+local function add_extra_tests(run, info, task, opts, ctx)
   local extra_path = run.dir .. "/extra_tests.json"
-  local cjson = require "cjson"
   if fs.exists(extra_path) then
     info.extra_test_sizes = cjson.decode(fs.read(extra_path))
     for _, sz in ipairs(info.extra_test_sizes) do
@@ -275,50 +273,59 @@ local function execute(o, run, info, resumed)
     task.test_sizes = task.test_sizes or { task.sizes }
     for _, s in ipairs(info.extra_test_sizes) do table.insert(task.test_sizes, s) end
   end
+end
+
+-- Freeze the test suite and record which one in suite.json (a note when it
+-- differs from the one the run started with).
+local function freeze_suite(run, ev, note)
   local okc, okf, ferr = pcall(ev.freeze, ev)
   if not okc then run_error("cannot freeze the test suite: " .. tostring(type(okf) == "table" and okf.message or okf)) end
   if not okf and ferr then run_error("cannot freeze the test suite: " .. tostring(ferr.message or ferr)) end
-  if ev.suite_key then
-    local okp, prev = pcall(cjson.decode, fs.read(run.dir .. "/suite.json") or "null")
-    if okp and type(prev) == "table" and prev.manifest_sha and prev.manifest_sha ~= ev.frozen.manifest_sha then
-      note(string.format("mkengine: the frozen suite differs from the one this run started with (%s, was %s)",
-        ev.frozen.manifest_sha:sub(1, 12), prev.manifest_sha:sub(1, 12)))
-    end
-    fs.write(run.dir .. "/suite.json", cjson.encode { key = ev.suite_key, path = ev.tests_dir,
-      manifest_sha = ev.frozen.manifest_sha } .. "\n", { atomic = true })
+  if not ev.suite_key then return end
+  local okp, prev = pcall(cjson.decode, fs.read(run.dir .. "/suite.json") or "null")
+  if okp and type(prev) == "table" and prev.manifest_sha and prev.manifest_sha ~= ev.frozen.manifest_sha then
+    note(string.format("mkengine: the frozen suite differs from the one this run started with (%s, was %s)",
+      ev.frozen.manifest_sha:sub(1, 12), prev.manifest_sha:sub(1, 12)))
   end
+  fs.write(run.dir .. "/suite.json", cjson.encode { key = ev.suite_key, path = ev.tests_dir,
+    manifest_sha = ev.frozen.manifest_sha } .. "\n", { atomic = true })
+end
 
+-- The graph's root: the reference, measured once (the first session).
+local function reference_node(run, ev, ctx, task)
   local root = run.graph:root()
-  if not root then
-    local okb, base = pcall(ev.baseline, ev)
-    if not okb or not base or not base.latency_s then
-      local why = okb and base and base.message or base
-      run_error("the reference could not be measured: " .. tostring(type(why) == "table" and why.message or why))
-    end
-    root = ctx:step("root", function()
-      return { parents = {}, kind = "reference", status = "ok", files = { [task.candidate_file] = task.reference },
-        plan = "The reference implementation (the baseline).",
-        metrics = { latency_s = base.latency_s, speedup = 1.0, baseline_latency_s = base.latency_s, spread = base.spread },
-        meta = { baseline = true } }
-    end)
+  if root then return root end
+  local okb, base = pcall(ev.baseline, ev)
+  if not okb or not base or not base.latency_s then
+    local why = okb and base and base.message or base
+    run_error("the reference could not be measured: " .. tostring(type(why) == "table" and why.message or why))
   end
-  note(string.format("baseline (reference): %.3f ms", (root.metrics.latency_s or 0) * 1000))
+  return ctx:step("root", function()
+    return { parents = {}, kind = "reference", status = "ok", files = { [task.candidate_file] = task.reference },
+      plan = "The reference implementation (the baseline).",
+      metrics = { latency_s = base.latency_s, speedup = 1.0, baseline_latency_s = base.latency_s, spread = base.spread },
+      meta = { baseline = true } }
+  end)
+end
 
-  local ok, err = xpcall(strategy.run, function(e)
+-- Run the strategy; returns the node it returned (or nil). A failure
+-- marks the run failed and raises (a Lua error with the strategy's
+-- traceback).
+local function run_strategy(o, run, ctx, strategy, spath, opts)
+  local ok, ret = xpcall(strategy.run, function(e)
     if type(e) == "table" then return e end
     return runner.strategy_traceback(tostring(e), spath, o.debug)
   end, ctx, opts)
-  if ok then ok, err = pcall(context.check_result, ctx, err, spath) end
-  if not ok then
-    run:event { type = "strategy_error", message = tostring(type(err) == "table" and err.message or err) }
-    run:set_status("failed")
-    if type(err) == "table" then error(err, 0) end
-    error(setmetatable({ exit = 1, kind = "strategy", message = "strategy " .. spath .. " failed: " .. err },
-      { __tostring = function(e) return e.message end }), 0)
-  end
+  if ok then ok, ret = pcall(context.check_result, ctx, ret, spath) end
+  if ok then return ret end
+  run:event { type = "strategy_error", message = tostring(type(ret) == "table" and ret.message or ret) }
+  run:set_status("failed")
+  if type(ret) == "table" then error(ret, 0) end
+  util.raise({ exit = 1, kind = "strategy", message = "strategy " .. spath .. " failed: " .. ret })
+end
 
-  local best = heldout_best(ctx, err)
-  if best then run:refresh_best(best) end
+-- The run's summary (written to summary.json): status, best, spend.
+local function write_summary(run, info, task, ctx, best, client, calls, opts, resumed)
   local spent = ctx:spent()
   local status = best and "done" or "no_correct_kernel"
   local compiled = 0
@@ -327,16 +334,60 @@ local function execute(o, run, info, resumed)
   end
   local summary = {
     strategy = info.strategy, task = task.name, status = status, compiled_nodes = compiled,
-    best = summarize_node(best) or require("cjson").null,
+    best = summarize_node(best) or cjson.null,
     model = info.model, model_label = client.label, seed = info.seed, options = opts,
     cost = { input_tokens = spent.input_tokens, output_tokens = spent.output_tokens, usd = spent.usd,
-      llm_s = spent.llm_s, device_s = spent.device_s, wall_s = spent.wall_s, calls = calls + prior.calls },
+      llm_s = spent.llm_s, device_s = spent.device_s, wall_s = spent.wall_s, calls = calls },
     budget_exhausted = select(2, ctx:exhausted()),
     resumed = resumed or nil,
   }
   run:set_status(status)
   summary = run:write_summary(summary) or summary
   summary.run_dir = run.dir
+  return summary
+end
+
+-- --kb-learn: what each node tried and what it gave, as notes for later runs.
+local function learn(o, run, task, note)
+  local entries = {}
+  for _, n in ipairs(run.graph:nodes()) do
+    if n.kind ~= "reference" and n.plan and n.plan:find("%S") then
+      entries[#entries + 1] = { task = task.name, target = task.target, status = n.status,
+        plan_summary = (n.plan:match("^[^\n]+") or n.plan):sub(1, 200),
+        effect = n.status == "ok" and string.format("%.2fx the baseline", n.metrics.speedup or 0)
+          or (n.status .. ": " .. (n.error or ""):sub(1, 200)) }
+    end
+  end
+  local wrote, lerr = retrieve.learn(entries, { dir = o.kb_learn_dir })
+  if not wrote then note("kb-learn: nothing written: " .. tostring(lerr and lerr.message or lerr)) end
+end
+
+local function execute(o, run, info, resumed)
+  local task, terr = targets.load_task(info.task_dir)
+  if not task then input_error("bad task " .. tostring(info.task_dir) .. ": " .. tostring(terr and terr.message or terr)) end
+  local strategy, spath = runner.load_strategy(info.strategy)
+  local opts = runner.options(strategy, info.set, spath, o.agents and o.agents.defaults)
+  -- real models cache by default (a re-run or resume replays completed calls
+  -- for free); the scripted test model never needs a cache
+  local cache = info.llm_cache or (info.model ~= "scripted" and "rw" or "off")
+  local client = make_client(info.model, info.llm_config, cache)
+  local progress = progress_lib.new { quiet = o.quiet, json = o.json, label = info.strategy .. " " .. task.name }
+  local function note(msg) progress:note(msg) end
+  local prior = ledger.read(run:path("events.jsonl")) -- what earlier sessions spent (a resumed run)
+  local budget = run_budget(info, prior)
+  local calls = wire_events(run, progress, client)
+  note(string.format("mkengine: %s on %s with %s%s -> %s", info.strategy, task.name, client.label or info.model,
+    resumed and " (resumed)" or "", run.dir))
+
+  local ev, ctx = open_context(o, run, info, task, opts, client, budget, prior, note)
+  add_extra_tests(run, info, task, opts, ctx)
+  freeze_suite(run, ev, note)
+  local root = reference_node(run, ev, ctx, task)
+  note(string.format("baseline (reference): %.3f ms", (root.metrics.latency_s or 0) * 1000))
+
+  local best = heldout_best(ctx, run_strategy(o, run, ctx, strategy, spath, opts))
+  if best then run:refresh_best(best) end
+  local summary = write_summary(run, info, task, ctx, best, client, calls() + prior.calls, opts, resumed)
   if best then
     local m = best.metrics
     note(string.format("best: %s %s (%.3f ms vs %.3f ms) -> %s/best", best.id, m.timing_kind == "interpret"
@@ -345,19 +396,7 @@ local function execute(o, run, info, resumed)
   else
     note("no correct kernel found -> " .. run.dir)
   end
-  if o.kb_learn then
-    local entries = {}
-    for _, n in ipairs(run.graph:nodes()) do
-      if n.kind ~= "reference" and n.plan and n.plan:find("%S") then
-        entries[#entries + 1] = { task = task.name, target = task.target, status = n.status,
-          plan_summary = (n.plan:match("^[^\n]+") or n.plan):sub(1, 200),
-          effect = n.status == "ok" and string.format("%.2fx the baseline", n.metrics.speedup or 0)
-            or (n.status .. ": " .. (n.error or ""):sub(1, 200)) }
-      end
-    end
-    local wrote, lerr = require("mk.services.retrieve").learn(entries, { dir = o.kb_learn_dir })
-    if not wrote then note("kb-learn: nothing written: " .. tostring(lerr and lerr.message or lerr)) end
-  end
+  if o.kb_learn then learn(o, run, task, note) end
   progress:finish()
   return summary
 end
@@ -416,14 +455,13 @@ function runner.run(o)
   local strategy_name = o.strategy
   local strategy, spath = runner.load_strategy(strategy_name) -- fail before creating a run dir
   runner.options(strategy, o.set, spath) -- and on a bad option too
-  local rundir = require "mk.search.rundir"
   local info = {
     strategy = strategy_name, task_dir = fs.realpath(o.task) or o.task, set = o.set or {},
     seed = o.seed or 1, model = o.model, llm_config = o.llm_config, llm_cache = o.llm_cache,
     budget = o.budget, jobs = o.jobs, timeout = o.timeout,
     workers = o.workers and (fs.realpath(o.workers) or input_error("workers file not found: " .. o.workers)),
   }
-  if info.workers then require("mk.eval.pool").load(info.workers) end -- bad input fails before the run dir exists
+  if info.workers then pool_lib.load(info.workers) end -- bad input fails before the run dir exists
   local run, err = rundir.create { root = o.root, dir = o.run_dir, strategy = strategy_name:gsub("^.*/", ""):gsub("%.lua$", ""),
     task = task_slug(o.task), options = info, seed = info.seed, model = o.model }
   if not run then input_error("cannot create the run directory: " .. err.message) end
@@ -436,7 +474,6 @@ end
 function runner.resume(dir, o)
   o = o or {}
   if type(o.agents) ~= "table" then error("runner.resume: o.agents must be the sub-agents (require \"agents\")", 2) end
-  local rundir = require "mk.search.rundir"
   local okr, run, err = pcall(rundir.open, dir)
   if not okr then -- opening writes (repairs, run.json): a full disk fails here
     local ie = infra.wrap(run)

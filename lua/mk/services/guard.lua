@@ -4,7 +4,7 @@
 --- of a hung or swapping engine. CPU time is checked by a count hook every
 --- few thousand VM instructions; memory by a ceiling on the engine's Lua
 --- allocator (mk.limits). The code must not wait on engine primitives.
-local limits = require "mk.limits"
+local limits = require("mk.limits")
 
 local M = {}
 

@@ -9,10 +9,11 @@
 --- (openai, gemini, anthropic, exec, and scripted, the offline test double);
 --- other providers register with `llm.register_provider(name, {call = fn,
 --- label = ...})`. Only those names can be given to `llm.client`.
-local cache = require "mk.services.llm.cache"
-local prices = require "mk.services.llm.prices"
-local retry = require "mk.services.llm.retry"
-local task = require "mk.services.task"
+local cache = require("mk.services.llm.cache")
+local prices = require("mk.services.llm.prices")
+local retry = require("mk.services.llm.retry")
+local task = require("mk.services.task")
+local util = require("mk.services.util")
 
 local llm = {}
 
@@ -58,8 +59,7 @@ function llm.providers()
 end
 
 local function input_error(msg)
-  return setmetatable({ kind = "bad_request", message = msg, exit = 2 },
-    { __tostring = function(e) return e.message end })
+  return util.error({ kind = "bad_request", message = msg, exit = 2 })
 end
 
 -- ---- ledger and totals ---------------------------------------------------

@@ -6,8 +6,9 @@
 ---
 --- Feed it events (the same tables a run appends to events.jsonl) with
 --- `:event(ev)`, or set fields directly with `:set{...}`.
-local cjson = require "cjson"
-local task = require "mk.services.task"
+local cjson = require("cjson")
+local task = require("mk.services.task")
+local utf8_text = require("mk.services.text")
 
 local progress = {}
 
@@ -60,7 +61,7 @@ local CORRECT = { ok = true, correct = true }
 function Progress:event(ev)
   if type(ev) ~= "table" then error("progress:event: ev must be a table", 2) end
   if self.json then
-    local ok, line = pcall(cjson.encode, require("mk.services.text").clean(ev))
+    local ok, line = pcall(cjson.encode, utf8_text.clean(ev))
     if ok then self.out:write(line, "\n") self.out:flush() end
   end
   local f = self.f

@@ -6,10 +6,10 @@
 --- appends what a run found out to kb/learned/ so later runs retrieve it.
 --- Indexes are cached per directory set for the whole process and rebuilt
 --- when a file under them changes (mtime or size), is added or removed.
-local kb = require "mk.kb"
-local fs = require "mk.fs"
-local home = require "mk.home"
-local util = require "mk.services.util"
+local kb = require("mk.kb")
+local fs = require("mk.fs")
+local home = require("mk.home")
+local util = require("mk.services.util")
 
 local retrieve = {}
 

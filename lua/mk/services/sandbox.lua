@@ -5,7 +5,8 @@
 --- outputs). Where bubblewrap cannot run, `wrap` returns argv unchanged and
 --- a loud warning is printed once: the caller's rlimits and private
 --- directory are then the only protection.
-local fs = require "mk.fs"
+local fs = require("mk.fs")
+local util = require("mk.services.util")
 
 local M = {}
 
@@ -46,33 +47,27 @@ end
 
 local probe -- {ok, reason} once probed
 
-local function quote(s)
-  return "'" .. s:gsub("'", "'\\''") .. "'"
+-- The first line a shell command prints (stderr dropped), nil when none.
+local function output_line(cmd)
+  local p = io.popen(cmd .. " 2>/dev/null")
+  if not p then return nil end
+  local line = p:read("l")
+  p:close()
+  if line and line ~= "" then return line end
+  return nil
 end
 
 local function is_symlink(path)
   local st = fs.stat(path)
   if not st or st.type ~= "link" then return nil end
-  local p = io.popen("readlink " .. quote(path) .. " 2>/dev/null")
-  if not p then return nil end
-  local target = p:read("l")
-  p:close()
-  if target and target ~= "" then return target end
-  return nil
+  return output_line("readlink " .. util.sh_quote(path))
 end
 
 local function exists(path) return fs.exists(path) end
 
 local function isdir(path) return fs.isdir(path) end
 
-local function find_bwrap()
-  local p = io.popen("command -v bwrap 2>/dev/null")
-  if not p then return nil end
-  local path = p:read("l")
-  p:close()
-  if path and path ~= "" then return path end
-  return nil
-end
+local function find_bwrap() return output_line("command -v bwrap") end
 
 local system_args -- cached: the flags for the read-only system view
 
@@ -120,7 +115,7 @@ function M.available()
   a[#a + 1] = "--"
   a[#a + 1] = "/bin/true"
   local cmd = {}
-  for i, x in ipairs(a) do cmd[i] = quote(x) end
+  for i, x in ipairs(a) do cmd[i] = util.sh_quote(x) end
   local ok = os.execute(table.concat(cmd, " ") .. " >/dev/null 2>&1")
   if ok then
     probe = { ok = true }

@@ -2,7 +2,8 @@
 --- HTTP, processes, ...) read as synchronous code; any number of tasks wait
 --- at once. Built on the C scheduler `mk.sched`; everything here is policy
 --- in Lua: await, gather, timeout, semaphores, queues.
-local sched = require "mk.sched"
+local sched = require("mk.sched")
+local util = require("mk.services.util")
 
 local task = {}
 local pack, unpack = table.pack, table.unpack
@@ -87,8 +88,7 @@ local function awaited_error(h, err, tb)
 end
 
 local function cancelled_error(h)
-  return setmetatable({ kind = "cancelled", message = "awaited " .. tostring(h):gsub(" %(.*", "") .. " was cancelled" },
-    { __tostring = function(e) return e.message end })
+  return util.error({ kind = "cancelled", message = "awaited " .. tostring(h):gsub(" %(.*", "") .. " was cancelled" })
 end
 
 --- Wait for a task to end and return its results. Re-raises its error
@@ -123,6 +123,51 @@ function task.gather(handles)
       error(v, 0)
     end
     out[i] = v
+  end
+  return out
+end
+
+--- Call fn(item, i) for every item of the list `items`, at most `n` calls
+--- at once, started in list order (the first items finish first); returns
+--- the results in item order (a call that returned nil leaves a hole).
+--- Inside a task the calls run in `n` child tasks; outside one they run
+--- one after another in the caller. When a call raises, no further item
+--- is started, the calls still running are cancelled and the error is raised.
+---@param items table
+---@param n integer
+---@param fn function
+---@return table
+function task.map(items, n, fn)
+  if type(items) ~= "table" or type(fn) ~= "function" then error("task.map: (items, n, fn) expected", 2) end
+  n = math.tointeger(n)
+  if not n or n < 1 then error("task.map: n must be an integer >= 1", 2) end
+  local out, next_i, hs, failure = {}, 0, {}, nil
+  local function worker()
+    while not failure and next_i < #items do
+      next_i = next_i + 1
+      local i = next_i
+      local ok, r = pcall(fn, items[i], i)
+      if not ok then
+        if not failure then -- the first error stops the others
+          failure = { err = r }
+          local me = sched.current()
+          for _, h in ipairs(hs) do if not me or h.id ~= me.id then h:cancel() end end
+        end
+        error(r, 0)
+      end
+      out[i] = r
+    end
+  end
+  if not sched.current() then
+    worker()
+    return out
+  end
+  for w = 1, math.min(n, #items) do hs[w] = task.spawn(worker) end
+  local ok, err = pcall(task.gather, hs)
+  if not ok then
+    for _, h in ipairs(hs) do h:cancel() end
+    for _, h in ipairs(hs) do task.try_await(h) end -- every worker's end is seen: none is left unawaited
+    error(failure and failure.err or err, 0)
   end
   return out
 end

@@ -3,7 +3,7 @@
 --- keeps its body only when vars.name is non-empty (not nil, false, "" or
 --- an empty table). Unknown placeholders raise, so a typo in a prompt file
 --- is caught by the prompt tests instead of reaching a model.
-local fs = require "mk.fs"
+local fs = require("mk.fs")
 
 local template = {}
 

@@ -1,8 +1,8 @@
 --- mk.services.util: the small helpers several floors need, written once
 --- (as Lua keeps its own in lauxlib): shell quoting, file-name slugs, JSON
 --- files, deep copies and durations for people to read.
-local fs = require "mk.fs"
-local cjson = require "cjson.safe"
+local fs = require("mk.fs")
+local cjson = require("cjson.safe")
 
 local M = {}
 
@@ -59,6 +59,36 @@ function M.read_jsonl(path)
   end
   return out
 end
+
+--- The text that names a table of files by content: the names sorted, each
+--- name NUL its content, joined by \1 (equal files, equal text).
+---@param files table<string, string>
+---@return string
+function M.files_key(files)
+  local names = {}
+  for k in pairs(files) do names[#names + 1] = k end
+  table.sort(names)
+  local parts = {}
+  for i, k in ipairs(names) do parts[i] = k .. "\0" .. tostring(files[k]) end
+  return table.concat(parts, "\1")
+end
+
+local MESSAGE = { __tostring = function(e) return e.message end }
+
+--- An error value: the table `fields` (kind, message, exit, ...), whose
+--- tostring is its message (after `prefix` when given), so code switches on
+--- `kind` and a person reads one line.
+---@param fields table
+---@param prefix string|nil
+function M.error(fields, prefix)
+  if prefix then return setmetatable(fields, { __tostring = function(e) return prefix .. e.message end }) end
+  return setmetatable(fields, MESSAGE)
+end
+
+--- Raise M.error(fields, prefix), with no position prepended.
+---@param fields table
+---@param prefix string|nil
+function M.raise(fields, prefix) error(M.error(fields, prefix), 0) end
 
 --- A deep copy of `v` (tables copied all the way down; other values as is).
 function M.copy(v)

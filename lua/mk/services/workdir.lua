@@ -4,7 +4,7 @@
 --- the process ends. A directory whose marker nobody holds was left by an
 --- engine that was killed (SIGKILL, a crash) and is swept by the next engine
 --- that starts one; directories without the marker are never touched.
-local fs = require "mk.fs"
+local fs = require("mk.fs")
 
 local M = {}
 

@@ -7,15 +7,20 @@
 --- Resuming (same DIR again): a task/repeat whose run directory has a
 --- summary.json is read, not rerun; one with a run directory but no summary
 --- is resumed through the runner; the rest start fresh.
-local cjson = require "cjson"
-local fs = require "mk.fs"
-local metrics = require "mk.study.metrics"
-local runner_lib = require "mk.search.runner"
+local agents = require("agents")
+local cjson = require("cjson")
+local fs = require("mk.fs")
+local home = require("mk.home")
+local infra = require("mk.eval.infra")
+local metrics = require("mk.study.metrics")
+local runner_lib = require("mk.search.runner")
+local task_lib = require("mk.services.task")
+local utf8_text = require("mk.services.text")
+local util = require("mk.services.util")
 
 local bench = {}
 
-local read_json = require("mk.services.util").read_json
-local task_lib = require "mk.services.task"
+local read_json = util.read_json
 
 local TASK_MARKERS = { "task.lua", "baseline.py", "reference.py" }
 
@@ -134,192 +139,208 @@ function bench.read_resume_or_run(dir, runner, resume, run_opts)
   return how, ok, res
 end
 
+-- Repeats K and concurrency from opts, checked (raises on bad options).
+local function check_opts(opts)
+  if type(opts) ~= "table" then error("bench.run: opts must be a table", 3) end
+  if type(opts.suite) ~= "string" then error("bench.run: opts.suite must be a directory name", 3) end
+  if type(opts.strategy) ~= "string" then error("bench.run: opts.strategy must be a strategy name", 3) end
+  local K = opts.repeats or opts["repeat"] or 5
+  if math.type(K) ~= "integer" then K = math.tointeger(K) end
+  if not K or K < 1 then error("bench.run: repeat must be an integer >= 1", 3) end
+  local conc = math.tointeger(opts.concurrency or 2)
+  if not conc or conc < 1 then error("bench.run: concurrency must be an integer >= 1", 3) end
+  for _, k in ipairs({ "runner", "resume" }) do
+    if opts[k] ~= nil and type(opts[k]) ~= "function" then
+      error("bench.run: opts." .. k .. " must be a function, got " .. type(opts[k]), 3)
+    end
+  end
+  return K, conc
+end
+
+-- The suite's tasks, only those named in opts.tasks when it is given.
+local function select_tasks(opts)
+  local tasks, terr = bench.tasks(opts.suite)
+  if not tasks or not opts.tasks then return tasks, terr end
+  local want, sel = {}, {}
+  for _, n in ipairs(opts.tasks) do want[n] = true end
+  for _, t in ipairs(tasks) do
+    if want[t.name] then
+      sel[#sel + 1] = t
+      want[t.name] = nil
+    end
+  end
+  local missing = next(want)
+  if missing then return nil, { kind = "bad_suite", message = "no task named '" .. missing .. "' in " .. opts.suite } end
+  return sel
+end
+
+-- The functions that start and resume one run: opts' own, else the
+-- runner's with the sub-agents (the strategy is loaded first, so a typo in
+-- its name fails the bench once instead of every run one by one).
+local function run_functions(opts)
+  if not opts.runner then
+    local ok, err = pcall(runner_lib.load_strategy, opts.strategy)
+    if not ok then
+      return nil, nil, { kind = "bad_strategy", message = type(err) == "table" and (err.message or tostring(err)) or tostring(err) }
+    end
+  end
+  local with_agents = runner_lib.with_agents(agents)
+  return opts.runner or with_agents.run, opts.resume or with_agents.resume
+end
+
+-- The bench directory, made and locked: out, lock | nil, err.
+local function open_out(opts)
+  local out = (opts.out or default_out(opts.strategy)):gsub("/+$", "")
+  fs.mkdirs(out)
+  local lock = fs.lock(out .. "/.bench.lock")
+  if not lock then return nil, { kind = "locked", message = out .. " is used by another bench" } end
+  return out, lock
+end
+
+-- One bench in progress: its tasks, the outcome of each task/repeat pair
+-- and the results table written after every run.
+local Bench = {}
+Bench.__index = Bench
+
+local function new_bench(opts, tasks, K, conc, out)
+  local b = setmetatable({ opts = opts, tasks = tasks, K = K, out = out, prog = opts.progress,
+    seed = opts.seed or 1, outcomes = {}, done = 0, failed = 0, total = #tasks * K }, Bench)
+  for ti = 1, #tasks do b.outcomes[ti] = {} end
+  b.results = {
+    kind = "bench", version = 1, suite = opts.suite, suite_name = opts.suite:gsub("/+$", ""):match("([^/]+)$"),
+    strategy = opts.strategy, ["repeat"] = K, model = opts.model, seed = b.seed,
+    options = { set = opts.set, budget = opts.budget, jobs = opts.jobs, llm_config = opts.llm_config, concurrency = conc },
+    started = os.date("!%Y-%m-%dT%H:%M:%SZ"), engine_version = home.version, tasks = {},
+  }
+  local prev = read_json(out .. "/results.json")
+  if prev and prev.started then b.results.started = prev.started end
+  return b
+end
+
+-- Rewrite results.json from the outcomes so far (final: the bench ended).
+function Bench:write_results(final)
+  local rows = {}
+  for ti, t in ipairs(self.tasks) do
+    local runs = {}
+    for k = 1, self.K do if self.outcomes[ti][k] then runs[#runs + 1] = self.outcomes[ti][k] end end
+    local row = metrics.task_row(t.name, runs)
+    row.dir = t.dir
+    row.runs = runs
+    row.complete = #runs == self.K
+    rows[ti] = row
+  end
+  local results = self.results
+  results.tasks = rows
+  results.aggregate = metrics.aggregate(rows)
+  results.runs_done, results.runs_total = self.done, self.total
+  results.finished = final and os.date("!%Y-%m-%dT%H:%M:%SZ") or nil
+  local ok, err = fs.write(self.out .. "/results.json", cjson.encode(utf8_text.clean(results)), { atomic = true })
+  if not ok then error("bench: cannot write results.json: " .. tostring(err and err.message or err)) end
+end
+
+-- Status-line fields summed over the finished runs.
+function Bench:status_fields()
+  local f = { text = string.format("bench %s: runs %d/%d", self.opts.strategy, self.done, self.total),
+              nodes = 0, correct = 0, best = nil, tokens = 0, usd = 0, device_s = 0 }
+  for ti = 1, #self.tasks do
+    for k = 1, self.K do
+      local o = self.outcomes[ti][k]
+      if o then
+        f.nodes = f.nodes + (tonumber(o.nodes) or 0)
+        if o.correct then f.correct = f.correct + 1 end
+        if o.speedup and o.timing_kind ~= "interpret" and (not f.best or o.speedup > f.best) then f.best = o.speedup end
+        f.tokens = f.tokens + (o.cost.input_tokens or 0) + (o.cost.output_tokens or 0)
+        f.usd = f.usd + (o.cost.usd or 0)
+        f.device_s = f.device_s + (o.cost.device_s or 0)
+      end
+    end
+  end
+  return f
+end
+
+-- The options of repeat k of task t.
+function Bench:run_opts(t, k, dir)
+  local opts = self.opts
+  return { strategy = opts.strategy, task = t.dir, set = copy_opts(opts.set), seed = self.seed + k - 1,
+    model = opts.model, llm_config = opts.llm_config, budget = opts.budget and copy_opts(opts.budget),
+    run_dir = dir, quiet = true, jobs = opts.jobs, llm_cache = opts.llm_cache, workers = opts.workers }
+end
+
+-- The status line, an event and a line of text for a finished run.
+function Bench:show(t, k, o)
+  local prog = self.prog
+  if not prog then return end
+  prog:set(self:status_fields())
+  prog:event({ type = "bench_run", task = t.name, ["repeat"] = k, how = o.how, status = o.status,
+               correct = o.correct, speedup = o.speedup, error = o.error })
+  prog:note(string.format("%-24s r%d %-8s %s", t.name, k, o.how,
+    o.error and ("error: " .. (o.error:match("^[^\n]*"))) or (o.correct and (o.timing_kind == "interpret" and
+          "correct (interpret timing)" or string.format("%.2fx", o.speedup)) or "no correct kernel")))
+end
+
+-- One task/repeat pair: read, resume or start its run, and record the
+-- outcome. A signal or a failing machine stops the whole bench.
+function Bench:run_one(ti, k)
+  local t = self.tasks[ti]
+  local rel = t.name .. "/r" .. k
+  local dir = self.out .. "/" .. rel
+  fs.mkdirs(self.out .. "/" .. t.name)
+  local how, ok, summary = bench.read_resume_or_run(dir, self.runner, self.resume, self:run_opts(t, k, dir))
+  local o
+  if ok then
+    o = bench.outcome(summary, dir)
+  else
+    infra.rethrow(summary)
+    self.failed = self.failed + 1
+    o = { status = "error", correct = false, compiled = false, cost = metrics.sum_costs({}),
+          error = type(summary) == "table" and (summary.message or tostring(summary)) or tostring(summary) }
+  end
+  o["repeat"], o.run_dir, o.how = k, rel, how
+  self.outcomes[ti][k] = o
+  self.done = self.done + 1
+  self:write_results(false)
+  self:show(t, k, o)
+  return o
+end
+
 --- Run a bench. opts:
 ---   suite (dir), strategy (name) — required
 ---   repeats (K, default 5; `opts["repeat"]` also accepted), out (dir)
 ---   set, seed (base seed, default 1; repeat k uses seed + k - 1), model,
 ---   llm_config, llm_cache (rw|ro|off), budget (per run), jobs: passed to every run
 ---   concurrency (runs at once, default 2)
----   runner = fn(run_opts) -> summary (default require("mk.search.runner").run)
----   resume = fn(run_dir) -> summary (default require("mk.search.runner").resume)
+---   runner = fn(run_opts) -> summary (default mk.search.runner's run with the sub-agents)
+---   resume = fn(run_dir) -> summary (default mk.search.runner's resume)
 ---   progress = an mk.services.progress object (optional)
 ---   tasks = {names...} to restrict the suite
 --- Returns the results table (also written to out/results.json) | nil, err.
 ---@param opts table
 function bench.run(opts)
-  if type(opts) ~= "table" then error("bench.run: opts must be a table", 2) end
-  if type(opts.suite) ~= "string" then error("bench.run: opts.suite must be a directory name", 2) end
-  if type(opts.strategy) ~= "string" then error("bench.run: opts.strategy must be a strategy name", 2) end
-  local K = opts.repeats or opts["repeat"] or 5
-  if math.type(K) ~= "integer" then K = math.tointeger(K) end
-  if not K or K < 1 then error("bench.run: repeat must be an integer >= 1", 2) end
-  local conc = math.tointeger(opts.concurrency or 2)
-  if not conc or conc < 1 then error("bench.run: concurrency must be an integer >= 1", 2) end
-  local tasks, terr = bench.tasks(opts.suite)
+  local K, conc = check_opts(opts)
+  local tasks, terr = select_tasks(opts)
   if not tasks then return nil, terr end
-  if opts.tasks then
-    local want, sel = {}, {}
-    for _, n in ipairs(opts.tasks) do want[n] = true end
-    for _, t in ipairs(tasks) do
-      if want[t.name] then
-        sel[#sel + 1] = t
-        want[t.name] = nil
-      end
-    end
-    local missing = next(want)
-    if missing then return nil, { kind = "bad_suite", message = "no task named '" .. missing .. "' in " .. opts.suite } end
-    tasks = sel
-  end
-  local runner = opts.runner
-  local resume = opts.resume
-  if not runner then
-    -- a typo in the strategy name should not fail every run one by one
-    local oks, serr = pcall(runner_lib.load_strategy, opts.strategy)
-    if not oks then
-      return nil, { kind = "bad_strategy", message = type(serr) == "table" and (serr.message or tostring(serr)) or tostring(serr) }
-    end
-  end
-  runner = runner or runner_lib.with_agents(require "agents").run
-  resume = resume or runner_lib.with_agents(require "agents").resume
-  local out = (opts.out or default_out(opts.strategy)):gsub("/+$", "")
-  fs.mkdirs(out)
-  local lock = fs.lock and fs.lock(out .. "/.bench.lock")
-  if fs.lock and not lock then
-    return nil, { kind = "locked", message = out .. " is used by another bench" }
-  end
-  if not runner then error("bench.run: no runner (mk.search.runner is not available and opts.runner is not set)", 2) end
-  local base_seed = opts.seed or 1
-  local prog = opts.progress
-
-  local results = {
-    kind = "bench", version = 1, suite = opts.suite, suite_name = opts.suite:gsub("/+$", ""):match("([^/]+)$"),
-    strategy = opts.strategy, ["repeat"] = K, model = opts.model, seed = base_seed,
-    options = { set = opts.set, budget = opts.budget, jobs = opts.jobs, llm_config = opts.llm_config, concurrency = conc },
-    started = os.date("!%Y-%m-%dT%H:%M:%SZ"), engine_version = package.loaded["mk.home"] and package.loaded["mk.home"].version,
-    tasks = {},
-  }
-  local prev = read_json(out .. "/results.json")
-  if prev and prev.started then results.started = prev.started end
-
-  local outcomes = {} -- outcomes[ti][k]
-  for ti = 1, #tasks do outcomes[ti] = {} end
-  local done, failed, total = 0, 0, #tasks * K
-
-  local function write_results(final)
-    local rows = {}
-    for ti, t in ipairs(tasks) do
-      local runs = {}
-      for k = 1, K do if outcomes[ti][k] then runs[#runs + 1] = outcomes[ti][k] end end
-      local row = metrics.task_row(t.name, runs)
-      row.dir = t.dir
-      row.runs = runs
-      row.complete = #runs == K
-      rows[ti] = row
-    end
-    results.tasks = rows
-    results.aggregate = metrics.aggregate(rows)
-    results.runs_done, results.runs_total = done, total
-    results.finished = final and os.date("!%Y-%m-%dT%H:%M:%SZ") or nil
-    local ok, err = fs.write(out .. "/results.json", cjson.encode(require("mk.services.text").clean(results)), { atomic = true })
-    if not ok then error("bench: cannot write results.json: " .. tostring(err and err.message or err)) end
-    return rows
-  end
-
-  -- status-line fields summed over the finished runs
-  local function status_fields()
-    local f = { text = string.format("bench %s: runs %d/%d", opts.strategy, done, total),
-                nodes = 0, correct = 0, best = nil, tokens = 0, usd = 0, device_s = 0 }
-    for ti = 1, #tasks do
-      for k = 1, K do
-        local o = outcomes[ti][k]
-        if o then
-          f.nodes = f.nodes + (tonumber(o.nodes) or 0)
-          if o.correct then f.correct = f.correct + 1 end
-          if o.speedup and o.timing_kind ~= "interpret" and (not f.best or o.speedup > f.best) then f.best = o.speedup end
-          f.tokens = f.tokens + (o.cost.input_tokens or 0) + (o.cost.output_tokens or 0)
-          f.usd = f.usd + (o.cost.usd or 0)
-          f.device_s = f.device_s + (o.cost.device_s or 0)
-        end
-      end
-    end
-    return f
-  end
-
-  -- one task/repeat pair: read, resume or start its run
-  local function one(ti, k)
-    local t = tasks[ti]
-    local rel = t.name .. "/r" .. k
-    local dir = out .. "/" .. rel
-    fs.mkdirs(out .. "/" .. t.name)
-    local how, ok, summary = bench.read_resume_or_run(dir, runner, resume, {
-      strategy = opts.strategy, task = t.dir, set = copy_opts(opts.set), seed = base_seed + k - 1,
-      model = opts.model, llm_config = opts.llm_config, budget = opts.budget and copy_opts(opts.budget),
-      run_dir = dir, quiet = true, jobs = opts.jobs, llm_cache = opts.llm_cache, workers = opts.workers,
-    })
-    local err
-    if not ok then
-      err, summary = summary, nil
-      local task = package.loaded["mk.services.task"]
-      -- a signal or a failing machine stops the whole bench (the next runs would fail alike)
-      if task and (err == task.CANCELLED or task.signal()) then error(err, 0) end
-      if require("mk.eval.infra").is(err) then error(err, 0) end
-    end
-    local o
-    if summary then
-      o = bench.outcome(summary, dir)
-    else
-      failed = failed + 1
-      o = { status = "error", correct = false, compiled = false, cost = metrics.sum_costs({}),
-            error = type(err) == "table" and (err.message or tostring(err)) or tostring(err) }
-    end
-    o["repeat"] = k
-    o.run_dir = rel
-    o.how = how
-    outcomes[ti][k] = o
-    done = done + 1
-    write_results(false)
-    if prog then
-      prog:set(status_fields())
-      prog:event({ type = "bench_run", task = t.name, ["repeat"] = k, how = how, status = o.status,
-                   correct = o.correct, speedup = o.speedup, error = o.error })
-      prog:note(string.format("%-24s r%d %-8s %s", t.name, k, how,
-        o.error and ("error: " .. (o.error:match("^[^\n]*"))) or (o.correct and (o.timing_kind == "interpret" and
-          "correct (interpret timing)" or string.format("%.2fx", o.speedup)) or "no correct kernel")))
-    end
-    return o
-  end
-
-  -- a fixed pool of `conc` workers pulling pairs in suite order, so the
-  -- first tasks finish first and a resumed bench fills its gaps in order
+  local runner, resume, rerr = run_functions(opts)
+  if not runner then return nil, rerr end
+  local out, lerr = open_out(opts)
+  if not out then return nil, lerr end
+  local lock <close> = lerr -- luacheck: ignore 211 (held until bench.run returns or raises)
+  local b = new_bench(opts, tasks, K, conc, out)
+  b.runner, b.resume = runner, resume
+  -- pairs in suite order, repeat by repeat, so the first tasks finish
+  -- first and a resumed bench fills its gaps in order
   local pairs_ = {}
   for k = 1, K do
     for ti = 1, #tasks do pairs_[#pairs_ + 1] = { ti, k } end
   end
-  local next_i = 0
-  local function worker()
-    while true do
-      next_i = next_i + 1
-      local p = pairs_[next_i]
-      if not p then return end
-      one(p[1], p[2])
-    end
+  if b.prog and b.prog.tick then
+    b.prog:set(b:status_fields())
+    b.prog:tick(1)
   end
-  if prog and prog.tick then
-    prog:set(status_fields())
-    prog:tick(1)
-  end
-  local task = require "mk.services.task"
-  if task.current() then
-    local hs = {}
-    for i = 1, math.min(conc, #pairs_) do hs[i] = task.spawn(worker) end
-    task.gather(hs)
-  else
-    worker()
-  end
-  write_results(true)
-  if lock then lock:unlock() end
+  task_lib.map(pairs_, conc, function(p) return b:run_one(p[1], p[2]) end)
+  b:write_results(true)
+  local results = b.results
   results.out = out
-  results.failed_runs = failed
+  results.failed_runs = b.failed
   return results
 end
 

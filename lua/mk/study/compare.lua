@@ -9,10 +9,11 @@
 --- The computing functions (trace, at_budget, curve, bootstrap,
 --- pair_stats, verdict, ...) take plain tables and do no I/O, so each figure
 --- can be recomputed by hand; compare.load reads the directories.
-local fs = require "mk.fs"
-local html = require "mk.study.html"
-local metrics = require "mk.study.metrics"
-local rng_lib = require "mk.services.rng"
+local fs = require("mk.fs")
+local html = require("mk.study.html")
+local metrics = require("mk.study.metrics")
+local rng_lib = require("mk.services.rng")
+local budget_lib = require("mk.search.budget")
 
 local compare = {}
 
@@ -544,7 +545,7 @@ function compare.parse_budget(text)
       return nil, { kind = "bad_budget", message = "unknown budget '" .. k .. "' (known: tokens, usd, llm_s, device_s, wall_s)" }
     end
     -- mk.budget parses the run budgets; llm_s reads like device_s there
-    local parsed, err = require("mk.search.budget").parse((k == "llm_s" and "device_s" or k) .. "=" .. v)
+    local parsed, err = budget_lib.parse((k == "llm_s" and "device_s" or k) .. "=" .. v)
     if not parsed then return nil, { kind = "bad_budget", message = (err.message:gsub("device_s", k)) } end
     limits[k] = parsed[k == "llm_s" and "device_s" or k]
   end

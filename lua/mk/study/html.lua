@@ -2,8 +2,8 @@
 --- HTML escaping, inline SVG line charts and the self-contained page (inline
 --- CSS and the node-panel script, data embedded as JSON). mk.study.report
 --- and mk.study.compare both render with it, so neither needs the other.
-local cjson = require "cjson"
-local utf8_text = require "mk.services.text"
+local cjson = require("cjson")
+local utf8_text = require("mk.services.text")
 
 local html = {}
 
@@ -69,16 +69,13 @@ local function log_ticks(lo, hi)
   return ticks
 end
 
---- A line chart as inline SVG. spec = {series = {{name=, points={{x,y}...},
---- color=, band={{x, lo, hi}...}}}, xlabel=, ylabel=, step=bool,
---- hlines={y...}, vlines={{x=, label=}...}, xlog=bool (log-scaled x axis;
---- points with x <= 0 are left out), width=, height=, ymin=, xmin=}. A
---- series' band is shaded around its line (e.g. the spread over repeats).
-function html.svg_chart(spec)
-  local W, H = spec.width or 460, spec.height or 260
-  local L, R, T, B = 56, 14, 14, 42
+-- A chart's frame (C below): the spec, its size and margins, the data's
+-- ranges and the maps from data to picture coordinates.
+
+-- The ranges of the data (points, bands, horizontal lines); nil when no
+-- point can be drawn.
+local function data_ranges(spec, usable)
   local xmin, xmax, ymin, ymax = spec.xmin, nil, spec.ymin, nil
-  local function usable(x) return not spec.xlog or x > 0 end
   for _, s in ipairs(spec.series) do
     for _, p in ipairs(s.points) do
       if usable(p[1]) then
@@ -93,25 +90,21 @@ function html.svg_chart(spec)
   for _, y in ipairs(spec.hlines or {}) do
     ymin = math.min(ymin or y, y); ymax = math.max(ymax or y, y)
   end
-  local out = { string.format('<svg class="chart" viewBox="0 0 %d %d" width="%d" height="%d" role="img">', W, H, W, H) }
-  if not xmin then
-    out[#out + 1] = string.format('<text x="%d" y="%d" text-anchor="middle" class="muted">no data</text></svg>', W // 2, H // 2)
-    return table.concat(out)
-  end
+  if not xmax then return nil end -- no point to draw (xmin may come from the spec)
   if xmax == xmin then xmax = spec.xlog and xmin * 10 or xmin + 1 end
   if ymax == ymin then ymax = ymin + 1 end
-  ymax = ymax + (ymax - ymin) * 0.08
-  local function X(x)
-    if spec.xlog then return L + math.log(x / xmin) / math.log(xmax / xmin) * (W - L - R) end
-    return L + (x - xmin) / (xmax - xmin) * (W - L - R)
-  end
-  local function Y(y) return H - B - (y - ymin) / (ymax - ymin) * (H - T - B) end
-  for _, v in ipairs(nice_ticks(ymin, ymax, 5)) do
+  return xmin, xmax, ymin, ymax + (ymax - ymin) * 0.08
+end
+
+-- Grid, ticks, axes, horizontal and vertical marker lines.
+local function draw_axes(C, out)
+  local spec, L, R, T, B, W, H, X, Y = C.spec, C.L, C.R, C.T, C.B, C.W, C.H, C.X, C.Y
+  for _, v in ipairs(nice_ticks(C.ymin, C.ymax, 5)) do
     out[#out + 1] = string.format('<line class="grid" x1="%d" x2="%d" y1="%.1f" y2="%.1f"/>'
       .. '<text class="tick" x="%d" y="%.1f" text-anchor="end">%s</text>',
       L, W - R, Y(v), Y(v), L - 4, Y(v) + 4, esc(tick_label(v)))
   end
-  for _, v in ipairs(spec.xlog and log_ticks(xmin, xmax) or nice_ticks(xmin, xmax, 6)) do
+  for _, v in ipairs(spec.xlog and log_ticks(C.xmin, C.xmax) or nice_ticks(C.xmin, C.xmax, 6)) do
     out[#out + 1] = string.format('<text class="tick" x="%.1f" y="%d" text-anchor="middle">%s</text>', X(v), H - B + 15, esc(tick_label(v)))
   end
   out[#out + 1] = string.format('<line class="axis" x1="%d" x2="%d" y1="%d" y2="%d"/><line class="axis" x1="%d" x2="%d" y1="%d" y2="%d"/>',
@@ -120,67 +113,104 @@ function html.svg_chart(spec)
     out[#out + 1] = string.format('<line class="hline" x1="%d" x2="%d" y1="%.1f" y2="%.1f"/>', L, W - R, Y(y), Y(y))
   end
   for _, v in ipairs(spec.vlines or {}) do
-    if usable(v.x) and v.x >= xmin and v.x <= xmax then
+    if C.usable(v.x) and v.x >= C.xmin and v.x <= C.xmax then
       local x = X(v.x)
       out[#out + 1] = string.format('<line class="hline" x1="%.1f" x2="%.1f" y1="%d" y2="%d"/>'
         .. '<text class="tick" x="%.1f" y="%d" text-anchor="%s">%s</text>', x, x, T, H - B, x - 3, T + 8,
         x > W - R - 40 and "end" or "middle", esc(v.label or ""))
     end
   end
+end
+
+-- A series' band: upper edge left to right, lower edge back.
+local function draw_band(C, out, s, color)
+  local X, Y = C.X, C.Y
+  local up, down = {}, {}
+  local prev
+  for _, p in ipairs(s.band) do
+    if C.usable(p[1]) then
+      if C.spec.step and prev then
+        up[#up + 1] = string.format("%.1f,%.1f", X(p[1]), Y(prev[3]))
+        table.insert(down, 1, string.format("%.1f,%.1f", X(p[1]), Y(prev[2])))
+      end
+      up[#up + 1] = string.format("%.1f,%.1f", X(p[1]), Y(p[3]))
+      table.insert(down, 1, string.format("%.1f,%.1f", X(p[1]), Y(p[2])))
+      prev = p
+    end
+  end
+  out[#out + 1] = string.format('<polygon class="band" fill="%s" fill-opacity="0.18" stroke="none" points="%s %s"/>',
+    color, table.concat(up, " "), table.concat(down, " "))
+end
+
+-- A series' line (steps with spec.step) and its points with their labels.
+local function draw_line(C, out, s, color)
+  local X, Y = C.X, C.Y
+  local d, pts = {}, {}
+  for _, p in ipairs(s.points) do if C.usable(p[1]) then pts[#pts + 1] = p end end
+  for j, p in ipairs(pts) do
+    if j == 1 then
+      d[#d + 1] = string.format("M%.1f,%.1f", X(p[1]), Y(p[2]))
+    elseif C.spec.step then
+      d[#d + 1] = string.format("H%.1fV%.1f", X(p[1]), Y(p[2]))
+    else
+      d[#d + 1] = string.format("L%.1f,%.1f", X(p[1]), Y(p[2]))
+    end
+  end
+  out[#out + 1] = string.format('<path class="line" stroke="%s" d="%s"><title>%s</title></path>',
+    color, table.concat(d), esc(s.name or ""))
+  for _, p in ipairs(pts) do
+    if not p.hide then
+      out[#out + 1] = string.format('<circle class="pt" cx="%.1f" cy="%.1f" r="2.5" fill="%s"><title>%s</title></circle>',
+        X(p[1]), Y(p[2]), color, esc((s.name and (s.name .. ": ") or "") .. (p.label or (tick_label(p[1]) .. ", " .. tick_label(p[2])))))
+    end
+  end
+end
+
+local function series_color(s, i) return s.color or PALETTE[(i - 1) % #PALETTE + 1] end
+
+-- The legend below a chart of several series.
+local function legend(series)
+  local lg = { '<div class="legend">' }
+  for i, s in ipairs(series) do
+    lg[#lg + 1] = string.format('<span><i style="background:%s"></i>%s</span>', series_color(s, i), esc(s.name or ""))
+  end
+  lg[#lg + 1] = "</div>"
+  return table.concat(lg)
+end
+
+--- A line chart as inline SVG. spec = {series = {{name=, points={{x,y}...},
+--- color=, band={{x, lo, hi}...}}}, xlabel=, ylabel=, step=bool,
+--- hlines={y...}, vlines={{x=, label=}...}, xlog=bool (log-scaled x axis;
+--- points with x <= 0 are left out), width=, height=, ymin=, xmin=}. A
+--- series' band is shaded around its line (e.g. the spread over repeats).
+function html.svg_chart(spec)
+  local C = { spec = spec, W = spec.width or 460, H = spec.height or 260, L = 56, R = 14, T = 14, B = 42 }
+  local W, H, L, R, T, B = C.W, C.H, C.L, C.R, C.T, C.B
+  C.usable = function(x) return not spec.xlog or x > 0 end
+  local out = { string.format('<svg class="chart" viewBox="0 0 %d %d" width="%d" height="%d" role="img">', W, H, W, H) }
+  C.xmin, C.xmax, C.ymin, C.ymax = data_ranges(spec, C.usable)
+  if not C.xmin then
+    out[#out + 1] = string.format('<text x="%d" y="%d" text-anchor="middle" class="muted">no data</text></svg>', W // 2, H // 2)
+    return table.concat(out)
+  end
+  local xmin, xmax, ymin, ymax = C.xmin, C.xmax, C.ymin, C.ymax
+  C.X = function(x)
+    if spec.xlog then return L + math.log(x / xmin) / math.log(xmax / xmin) * (W - L - R) end
+    return L + (x - xmin) / (xmax - xmin) * (W - L - R)
+  end
+  C.Y = function(y) return H - B - (y - ymin) / (ymax - ymin) * (H - T - B) end
+  draw_axes(C, out)
   for i, s in ipairs(spec.series) do
-    local color = s.color or PALETTE[(i - 1) % #PALETTE + 1]
-    if s.band and #s.band > 0 then -- upper edge left to right, lower edge back
-      local up, down = {}, {}
-      local prev
-      for _, p in ipairs(s.band) do
-        if usable(p[1]) then
-          if spec.step and prev then
-            up[#up + 1] = string.format("%.1f,%.1f", X(p[1]), Y(prev[3]))
-            table.insert(down, 1, string.format("%.1f,%.1f", X(p[1]), Y(prev[2])))
-          end
-          up[#up + 1] = string.format("%.1f,%.1f", X(p[1]), Y(p[3]))
-          table.insert(down, 1, string.format("%.1f,%.1f", X(p[1]), Y(p[2])))
-          prev = p
-        end
-      end
-      out[#out + 1] = string.format('<polygon class="band" fill="%s" fill-opacity="0.18" stroke="none" points="%s %s"/>',
-        color, table.concat(up, " "), table.concat(down, " "))
-    end
-    local d = {}
-    local pts = {}
-    for _, p in ipairs(s.points) do if usable(p[1]) then pts[#pts + 1] = p end end
-    for j, p in ipairs(pts) do
-      if j == 1 then
-        d[#d + 1] = string.format("M%.1f,%.1f", X(p[1]), Y(p[2]))
-      elseif spec.step then
-        d[#d + 1] = string.format("H%.1fV%.1f", X(p[1]), Y(p[2]))
-      else
-        d[#d + 1] = string.format("L%.1f,%.1f", X(p[1]), Y(p[2]))
-      end
-    end
-    out[#out + 1] = string.format('<path class="line" stroke="%s" d="%s"><title>%s</title></path>',
-      color, table.concat(d), esc(s.name or ""))
-    for _, p in ipairs(pts) do
-      if not p.hide then
-        out[#out + 1] = string.format('<circle class="pt" cx="%.1f" cy="%.1f" r="2.5" fill="%s"><title>%s</title></circle>',
-          X(p[1]), Y(p[2]), color, esc((s.name and (s.name .. ": ") or "") .. (p.label or (tick_label(p[1]) .. ", " .. tick_label(p[2])))))
-      end
-    end
+    local color = series_color(s, i)
+    if s.band and #s.band > 0 then draw_band(C, out, s, color) end
+    draw_line(C, out, s, color)
   end
   out[#out + 1] = string.format('<text class="label" x="%d" y="%d" text-anchor="middle">%s</text>',
     (L + W - R) // 2, H - 6, esc(spec.xlabel or ""))
   out[#out + 1] = string.format('<text class="label" x="12" y="%d" text-anchor="middle" transform="rotate(-90 12 %d)">%s</text>',
     (T + H - B) // 2, (T + H - B) // 2, esc(spec.ylabel or ""))
   out[#out + 1] = "</svg>"
-  if #spec.series > 1 then
-    local lg = { '<div class="legend">' }
-    for i, s in ipairs(spec.series) do
-      lg[#lg + 1] = string.format('<span><i style="background:%s"></i>%s</span>',
-        s.color or PALETTE[(i - 1) % #PALETTE + 1], esc(s.name or ""))
-    end
-    lg[#lg + 1] = "</div>"
-    out[#out + 1] = table.concat(lg)
-  end
+  if #spec.series > 1 then out[#out + 1] = legend(spec.series) end
   return table.concat(out)
 end
 

@@ -4,11 +4,12 @@
 --- wall time and tokens, cost breakdown, and for suites the per-task table
 --- with its fast_p curve. Loading (report.load*) and rendering
 --- (report.html) are separate so a sweep script can render its own data.
-local fs = require "mk.fs"
-local html = require "mk.study.html"
-local metrics = require "mk.study.metrics"
-local sweep = require "mk.study.sweep"
-local util = require "mk.services.util"
+local fs = require("mk.fs")
+local html = require("mk.study.html")
+local metrics = require("mk.study.metrics")
+local sweep = require("mk.study.sweep")
+local util = require("mk.services.util")
+local rundir = require("mk.search.rundir")
 
 local report = {}
 
@@ -117,7 +118,6 @@ end
 
 -- Nodes through mk.search.graph when the run's graph can be opened; nil otherwise.
 local function nodes_from_graph(dir)
-  local rundir = require "mk.search.rundir"
   local ok2, run = pcall(rundir.open, dir, { readonly = true })
   if not ok2 or not run or not run.graph then return nil end
   local out = {}
@@ -287,19 +287,25 @@ end
 
 -- Bench and sweep ------------------------------------------------------------
 
+-- The run of each item that names one (run_dir(item) -> a directory or
+-- nil), a relative one taken from `base`: runs[i] for items[i].
+local function load_runs(items, base, run_dir)
+  local runs = {}
+  for i, x in ipairs(items or {}) do
+    local rd = run_dir(x)
+    if rd then runs[i] = report.load_run(rd:sub(1, 1) == "/" and rd or (base .. "/" .. rd)) end
+  end
+  return runs
+end
+
 --- Load a bench directory (its results.json) and each task's median run.
 function report.load_bench(dir)
   local res, err = read_json(dir .. "/results.json")
   if not res then return nil, err or { kind = "not_a_bench", message = dir .. " has no results.json" } end
-  local data = { kind = "bench", dir = dir, results = res, runs = {} }
-  for i, row in ipairs(res.tasks or {}) do
+  return { kind = "bench", dir = dir, results = res, runs = load_runs(res.tasks, dir, function(row)
     local m = row.runs and row.median_repeat and row.runs[row.median_repeat]
-    if m and m.run_dir then
-      local rd = m.run_dir:sub(1, 1) == "/" and m.run_dir or (dir .. "/" .. m.run_dir)
-      data.runs[i] = report.load_run(rd)
-    end
-  end
-  return data
+    return m and m.run_dir
+  end) }
 end
 
 --- Load a sweep's results (a results.json with kind = "sweep", or the
@@ -309,14 +315,9 @@ function report.load_sweep(path)
   local res, err = read_json(file)
   if not res then return nil, err or { kind = "not_a_sweep", message = file .. " cannot be read" } end
   local base = file:match("^(.*)/[^/]*$") or "."
-  local data = { kind = "sweep", dir = base, results = res, runs = {} }
-  for i, e in ipairs(res.entries or {}) do
-    if e.kind == "run" and e.run_dir then
-      local rd = e.run_dir:sub(1, 1) == "/" and e.run_dir or (base .. "/" .. e.run_dir)
-      data.runs[i] = report.load_run(rd)
-    end
-  end
-  return data
+  return { kind = "sweep", dir = base, results = res, runs = load_runs(res.entries, base, function(e)
+    return e.kind == "run" and e.run_dir
+  end) }
 end
 
 --- Load whatever PATH is: a run dir, a bench dir, a sweep dir or a sweep's

@@ -8,16 +8,21 @@
 --- Each entry gets a deterministic directory DIR/<n>-<label>; calling the
 --- same script again with the same DIR reads finished runs back instead of
 --- rerunning them (and resumes interrupted ones), so a sweep is resumable.
-local cjson = require "cjson"
-local fs = require "mk.fs"
-local metrics = require "mk.study.metrics"
-local bench = require "mk.study.bench"
-local compare = require "mk.study.compare"
-local runner_lib = require "mk.search.runner"
+local agents = require("agents")
+local cjson = require("cjson")
+local fs = require("mk.fs")
+local metrics = require("mk.study.metrics")
+local bench = require("mk.study.bench")
+local budget = require("mk.search.budget")
+local compare = require("mk.study.compare")
+local infra = require("mk.eval.infra")
+local runner_lib = require("mk.search.runner")
+local task = require("mk.services.task")
+local utf8_text = require("mk.services.text")
+local util = require("mk.services.util")
 
 local sweep = {}
 
-local util = require "mk.services.util"
 local read_json = util.read_json
 
 local function slug(s) return util.slug(s, "entry", 60) end
@@ -42,6 +47,155 @@ local current
 --- The sweep API of the running sweep script (nil outside a sweep).
 function sweep.current() return current end
 
+-- A sweep in progress (S below): out, results, the entry count n, the
+-- runner and resume functions, the progress object and the defaults.
+
+-- Write results.json (final: the script ended).
+local function save(S, final)
+  local results = S.results
+  local costs = {}
+  for _, e in ipairs(results.entries) do
+    costs[#costs + 1] = e.summary and e.summary.cost or (e.aggregate and e.aggregate.cost) or nil
+  end
+  results.totals = { entries = #results.entries, cost = metrics.sum_costs(costs) }
+  results.finished = final and os.date("!%Y-%m-%dT%H:%M:%SZ") or nil
+  fs.write(S.out .. "/results.json", cjson.encode(utf8_text.clean(results)), { atomic = true })
+end
+
+-- A call's options over the sweep's defaults, its budget parsed (a bad
+-- budget names the script's line: level 3 is the caller of mk.run).
+local function with_defaults(S, o)
+  local r = copy(o)
+  for k, v in pairs(S.defaults) do if r[k] == nil then r[k] = copy(v) end end
+  if type(r.budget) == "string" then
+    local b, err = budget.parse(r.budget)
+    if not b then error("mk.run: " .. err.message, 3) end
+    r.budget = b
+  end
+  return r
+end
+
+-- A new entry of the results, numbered in call order.
+local function add_entry(S, kind, o)
+  S.n = S.n + 1
+  local n = S.n
+  local label = o.label or default_label(o)
+  local e = { index = n, kind = kind, label = label, dir = string.format("%03d-%s", n, slug(label)),
+              params = { strategy = o.strategy, task = o.task, suite = o.suite, set = copy(o.set), seed = o.seed,
+                         model = o.model, budget = copy(o.budget), ["repeat"] = o["repeat"] or o.repeats } }
+  S.results.entries[n] = e
+  return e
+end
+
+-- mk.run: one strategy on one task, recorded as an entry.
+local function run_entry(S, o)
+  if type(o) ~= "table" then error("mk.run: argument must be a table", 2) end
+  if type(o.strategy) ~= "string" or type(o.task) ~= "string" then error("mk.run: strategy and task are required", 2) end
+  o = with_defaults(S, o)
+  local e = add_entry(S, "run", o)
+  local dir = S.out .. "/" .. e.dir
+  e.run_dir = e.dir
+  local ok, res
+  e.how, ok, res = bench.read_resume_or_run(dir, S.runner, S.resume, { strategy = o.strategy, task = o.task,
+    set = copy(o.set) or {}, seed = o.seed, model = o.model, llm_config = o.llm_config, llm_cache = o.llm_cache,
+    budget = o.budget, run_dir = dir, quiet = true, jobs = o.jobs, workers = o.workers })
+  if not ok or type(res) ~= "table" then
+    infra.rethrow(res) -- a signal or a failing machine stops the whole sweep
+    e.error = type(res) == "table" and (res.message or tostring(res)) or tostring(res)
+    save(S, false)
+    if S.prog then S.prog:note(string.format("%-40s error: %s", e.label, e.error)) end
+    return nil, { kind = "run_failed", message = e.error }
+  end
+  -- a run without a correct kernel has best = JSON null: a result whose best is nil
+  for k, v in pairs(res) do if v == cjson.null then res[k] = nil end end
+  res.run_dir = res.run_dir or dir
+  e.summary = copy(res)
+  e.summary.run_dir = nil
+  save(S, false)
+  if S.prog then
+    local b = res.best and res.best.speedup
+    S.prog:event({ type = "sweep_entry", index = e.index, label = e.label, how = e.how, speedup = b })
+    S.prog:note(string.format("%-40s %-7s %s", e.label, e.how, b and string.format("best %.2fx", b) or "no correct kernel"))
+  end
+  return res
+end
+
+-- mk.bench: a strategy over a suite, recorded as an entry.
+local function bench_entry(S, o)
+  if type(o) ~= "table" then error("mk.bench: argument must be a table", 2) end
+  o = with_defaults(S, o)
+  local e = add_entry(S, "bench", o)
+  local bo = copy(o)
+  bo.out = S.out .. "/" .. e.dir
+  bo.repeats = o.repeats or o["repeat"] or 5
+  bo.runner, bo.resume = S.runner, S.resume
+  bo.label = nil
+  local res, err = bench.run(bo)
+  if not res then
+    e.error = err.message
+    save(S, false)
+    return nil, err
+  end
+  e.bench_dir = e.dir
+  e.aggregate = res.aggregate
+  e.tasks = {}
+  for i, r in ipairs(res.tasks) do
+    e.tasks[i] = { task = r.task, correct = r.correct, compiled = r.compiled, speedup = r.speedup, cost = r.cost }
+  end
+  e.failed_runs = res.failed_runs
+  save(S, false)
+  if S.prog then
+    S.prog:note(string.format("%-40s bench: geomean %.2fx (floored %.2fx), correct %d/%d", e.label,
+      res.aggregate.geomean_speedup, res.aggregate.geomean_speedup_floored, res.aggregate.correct, res.aggregate.tasks))
+  end
+  return res
+end
+
+--- mk.map: fn(item, i) for every item, at most `concurrency` at once
+--- (default 4) as mk.services.task tasks; the results in item order. A
+--- call that raises gives nil for its item (its error is raised when
+--- opts.strict; a cancellation always is).
+local function map(items, fn, mopts)
+  if type(items) ~= "table" or type(fn) ~= "function" then error("mk.map: (items, fn[, opts]) expected", 2) end
+  mopts = mopts or {}
+  local conc = math.tointeger(mopts.concurrency or 4) or 4
+  return task.map(items, conc, function(item, k)
+    local ok, r = pcall(fn, item, k)
+    if ok then return r end
+    if r == task.CANCELLED or mopts.strict then error(r, 0) end
+    return nil
+  end)
+end
+
+--- mk.seeds: the strictly increasing seeds base, base+1, ... (n of them).
+local function seeds(nseeds, base)
+  local r = {}
+  for s = 1, nseeds do r[s] = (base or 1) + s - 1 end
+  return r
+end
+
+--- mk.grid: the cartesian product of named lists: mk.grid{width={2,3},
+--- depth={2,3}} -> {{width=2,depth=2}, {width=2,depth=3}, ...} (keys in
+--- name order).
+local function grid(spec)
+  local keys = {}
+  for k in pairs(spec) do keys[#keys + 1] = k end
+  table.sort(keys)
+  local outg = { {} }
+  for _, k in ipairs(keys) do
+    local nxt = {}
+    for _, partial in ipairs(outg) do
+      for _, v in ipairs(spec[k]) do
+        local c = copy(partial)
+        c[k] = v
+        nxt[#nxt + 1] = c
+      end
+    end
+    outg = nxt
+  end
+  return outg
+end
+
 --- Create a sweep context. opts: out (dir, required), runner / resume
 --- (default mk.search.runner's), progress (mk.services.progress object), name, script,
 --- defaults (options merged into every call, e.g. model).
@@ -51,184 +205,27 @@ function sweep.new(opts)
   if type(opts) ~= "table" or type(opts.out) ~= "string" then error("sweep.new: opts.out must be a directory", 2) end
   local out = opts.out:gsub("/+$", "")
   fs.mkdirs(out)
-  local runner = opts.runner or runner_lib.with_agents(require "agents").run
-  local resume = opts.resume or runner_lib.with_agents(require "agents").resume
-  local prog = opts.progress
-  local defaults = opts.defaults or {}
-  local results = {
+  local with_agents = runner_lib.with_agents(agents)
+  local S = { out = out, n = 0, runner = opts.runner or with_agents.run, resume = opts.resume or with_agents.resume,
+    prog = opts.progress, defaults = opts.defaults or {} }
+  S.results = {
     kind = "sweep", version = 1, name = opts.name, script = opts.script,
     started = os.date("!%Y-%m-%dT%H:%M:%SZ"), entries = {},
   }
   local prev = read_json(out .. "/results.json")
-  if prev and prev.started then results.started = prev.started end
-  local n = 0
-
-  local mk = { out = out, results = results }
-
-  local function save(final)
-    local costs = {}
-    for _, e in ipairs(results.entries) do
-      costs[#costs + 1] = e.summary and e.summary.cost or (e.aggregate and e.aggregate.cost) or nil
-    end
-    results.totals = { entries = #results.entries, cost = metrics.sum_costs(costs) }
-    results.finished = final and os.date("!%Y-%m-%dT%H:%M:%SZ") or nil
-    fs.write(out .. "/results.json", cjson.encode(require("mk.services.text").clean(results)), { atomic = true })
-  end
-  mk.save = save
-
-  local function with_defaults(o)
-    local r = copy(o)
-    for k, v in pairs(defaults) do if r[k] == nil then r[k] = copy(v) end end
-    if type(r.budget) == "string" then
-      local b, err = require("mk.search.budget").parse(r.budget)
-      if not b then error("mk.run: " .. err.message, 3) end
-      r.budget = b
-    end
-    return r
-  end
-
-  local function entry(kind, o)
-    n = n + 1
-    local label = o.label or default_label(o)
-    local e = { index = n, kind = kind, label = label, dir = string.format("%03d-%s", n, slug(label)),
-                params = { strategy = o.strategy, task = o.task, suite = o.suite, set = copy(o.set), seed = o.seed,
-                           model = o.model, budget = copy(o.budget), ["repeat"] = o["repeat"] or o.repeats } }
-    results.entries[n] = e
-    return e
-  end
-
-  --- Run a strategy on one task; returns its summary (with run_dir) or
-  --- nil, err when the run failed (recorded as an error entry).
-  function mk.run(o)
-    if type(o) ~= "table" then error("mk.run: argument must be a table", 2) end
-    if type(o.strategy) ~= "string" or type(o.task) ~= "string" then error("mk.run: strategy and task are required", 2) end
-    o = with_defaults(o)
-    local e = entry("run", o)
-    local dir = out .. "/" .. e.dir
-    e.run_dir = e.dir
-    local ok, res
-    e.how, ok, res = bench.read_resume_or_run(dir, runner, resume, { strategy = o.strategy, task = o.task,
-      set = copy(o.set) or {}, seed = o.seed, model = o.model, llm_config = o.llm_config, llm_cache = o.llm_cache,
-      budget = o.budget, run_dir = dir, quiet = true, jobs = o.jobs, workers = o.workers })
-    if not ok or type(res) ~= "table" then
-      local task = package.loaded["mk.services.task"]
-      -- a signal or a failing machine stops the whole sweep (the next runs would fail alike)
-      if task and (res == task.CANCELLED or task.signal()) then error(res, 0) end
-      if require("mk.eval.infra").is(res) then error(res, 0) end
-      e.error = type(res) == "table" and (res.message or tostring(res)) or tostring(res)
-      save(false)
-      if prog then prog:note(string.format("%-40s error: %s", e.label, e.error)) end
-      return nil, { kind = "run_failed", message = e.error }
-    end
-    -- a run without a correct kernel has best = JSON null: a result whose best is nil
-    for k, v in pairs(res) do if v == cjson.null then res[k] = nil end end
-    res.run_dir = res.run_dir or dir
-    e.summary = copy(res)
-    e.summary.run_dir = nil
-    save(false)
-    if prog then
-      local b = res.best and res.best.speedup
-      prog:event({ type = "sweep_entry", index = e.index, label = e.label, how = e.how, speedup = b })
-      prog:note(string.format("%-40s %-7s %s", e.label, e.how, b and string.format("best %.2fx", b) or "no correct kernel"))
-    end
-    return res
-  end
-
-  --- Bench a strategy over a suite (options as mk.study.bench.run: suite,
-  --- strategy, repeat, set, seed, model, budget, concurrency, tasks);
-  --- returns the bench results (aggregate, tasks) or nil, err.
-  function mk.bench(o)
-    if type(o) ~= "table" then error("mk.bench: argument must be a table", 2) end
-    o = with_defaults(o)
-    local e = entry("bench", o)
-    local bo = copy(o)
-    bo.out = out .. "/" .. e.dir
-    bo.repeats = o.repeats or o["repeat"] or 5
-    bo.runner, bo.resume = runner, resume
-    bo.label = nil
-    local res, err = bench.run(bo)
-    if not res then
-      e.error = err.message
-      save(false)
-      return nil, err
-    end
-    e.bench_dir = e.dir
-    e.aggregate = res.aggregate
-    e.tasks = {}
-    for i, r in ipairs(res.tasks) do
-      e.tasks[i] = { task = r.task, correct = r.correct, compiled = r.compiled, speedup = r.speedup, cost = r.cost }
-    end
-    e.failed_runs = res.failed_runs
-    save(false)
-    if prog then
-      prog:note(string.format("%-40s bench: geomean %.2fx (floored %.2fx), correct %d/%d", e.label,
-        res.aggregate.geomean_speedup, res.aggregate.geomean_speedup_floored, res.aggregate.correct, res.aggregate.tasks))
-    end
-    return res
-  end
-
-  --- Call fn(item, i) for every item, at most `concurrency` at once
-  --- (default 4) as mk.services.task tasks; returns the results in item order.
-  --- Errors of one call are returned as nil for that item (and re-raised
-  --- when opts.strict).
-  function mk.map(items, fn, mopts)
-    if type(items) ~= "table" or type(fn) ~= "function" then error("mk.map: (items, fn[, opts]) expected", 2) end
-    mopts = mopts or {}
-    local conc = math.tointeger(mopts.concurrency or 4) or 4
-    local task = require "mk.services.task"
-    local out_ = {}
-    local i = 0
-    local function worker()
-      while true do
-        i = i + 1
-        local k = i
-        if k > #items then return end
-        local ok, r = pcall(fn, items[k], k)
-        if not ok then
-          if r == task.CANCELLED or mopts.strict then error(r, 0) end
-          out_[k] = nil
-        else
-          out_[k] = r
-        end
-      end
-    end
-    local hs = {}
-    for w = 1, math.min(conc, #items) do hs[w] = task.spawn(worker) end
-    task.gather(hs)
-    return out_
-  end
-
-  --- The strictly increasing seeds base, base+1, ... (n of them).
-  function mk.seeds(nseeds, base)
-    local r = {}
-    for s = 1, nseeds do r[s] = (base or 1) + s - 1 end
-    return r
-  end
-
-  --- Cartesian product of named lists: mk.grid{width={2,3}, depth={2,3}}
-  --- -> {{width=2,depth=2}, {width=2,depth=3}, ...} (keys in name order).
-  function mk.grid(spec)
-    local keys = {}
-    for k in pairs(spec) do keys[#keys + 1] = k end
-    table.sort(keys)
-    local outg = { {} }
-    for _, k in ipairs(keys) do
-      local nxt = {}
-      for _, partial in ipairs(outg) do
-        for _, v in ipairs(spec[k]) do
-          local c = copy(partial)
-          c[k] = v
-          nxt[#nxt + 1] = c
-        end
-      end
-      outg = nxt
-    end
-    return outg
-  end
-
-  mk.metrics = metrics
-  mk.task = require "mk.services.task"
-  return mk
+  if prev and prev.started then S.results.started = prev.started end
+  return {
+    out = out, results = S.results, metrics = metrics, task = task,
+    save = function(final) return save(S, final) end,
+    --- Run a strategy on one task; returns its summary (with run_dir) or
+    --- nil, err when the run failed (recorded as an error entry).
+    run = function(o) return run_entry(S, o) end,
+    --- Bench a strategy over a suite (options as mk.study.bench.run: suite,
+    --- strategy, repeat, set, seed, model, budget, concurrency, tasks);
+    --- returns the bench results (aggregate, tasks) or nil, err.
+    bench = function(o) return bench_entry(S, o) end,
+    map = map, seeds = seeds, grid = grid,
+  }
 end
 
 -- The part of a script's return value that JSON can hold (functions,
@@ -274,9 +271,7 @@ function sweep.run_file(file, opts)
   if ok then mk.results.returned = plain_data(ret) end
   mk.save(true)
   if not ok then
-    local task = package.loaded["mk.services.task"]
-    if task and (ret == task.CANCELLED or task.signal()) then error(ret, 0) end
-    if require("mk.eval.infra").is(ret) then error(ret, 0) end
+    infra.rethrow(ret)
     return nil, { kind = "script_error", message = tostring(ret), results = mk.results }
   end
   mk.results.out = mk.out

@@ -116,31 +116,31 @@ function M.watch(dir)
     curve = {}, spent = {}, best = nil, info = {}, info_mtime = nil, questions = {} }, Watch)
 end
 
--- New complete lines appended to a file since the last call.
+-- New complete lines appended to a file since the last call (one stat
+-- when nothing changed: what an idle page costs per tick).
 local function tail(self, path, off_k, part_k)
-  local f = io.open(path, "rb")
-  if not f then return {} end
-  local size = f:seek("end")
+  local st = fs.stat(path)
+  local size = st and st.size or 0
+  if size == self[off_k] then return {} end
   if size < self[off_k] then -- rewritten (a repaired index): start over
     self[off_k], self[part_k] = 0, ""
     if off_k == "noff" then self.nodes, self.by_id = {}, {} end
   end
-  local lines = {}
-  if size > self[off_k] then
-    f:seek("set", self[off_k])
-    local data = self[part_k] .. f:read(size - self[off_k])
-    local base = self[off_k] - #self[part_k]
-    self[off_k] = size
-    local pos = 1
-    while true do
-      local nl = data:find("\n", pos, true)
-      if not nl then break end
-      lines[#lines + 1] = { text = data:sub(pos, nl - 1), at = base + pos - 1 }
-      pos = nl + 1
-    end
-    self[part_k] = data:sub(pos)
-  end
+  local f = io.open(path, "rb")
+  if not f then return {} end
+  f:seek("set", self[off_k])
+  local data = self[part_k] .. (f:read(size - self[off_k]) or "")
   f:close()
+  local base = self[off_k] - #self[part_k]
+  self[off_k] = size
+  local lines, pos = {}, 1
+  while true do
+    local nl = data:find("\n", pos, true)
+    if not nl then break end
+    lines[#lines + 1] = { text = data:sub(pos, nl - 1), at = base + pos - 1 }
+    pos = nl + 1
+  end
+  self[part_k] = data:sub(pos)
   return lines
 end
 
@@ -196,14 +196,22 @@ function Watch:poll()
     end
   end
   local new_events = {}
+  local first = not self.loaded -- the first read folds the past; only later events are handed out
+  self.loaded = true
   for _, line in ipairs(tail(self, self.dir .. "/events.jsonl", "eoff", "epart")) do
-    local e = json.decode(line.text)
-    if type(e) == "table" and type(e.type) == "string" then
-      fold_event(self, e)
-      if e.type ~= "llm" and e.type ~= "evaluation" then new_events[#new_events + 1] = M.redact(e) end
+    -- model calls and evaluations are most of the log and nothing the page shows: skip them undecoded
+    local text = line.text
+    if not (text:find('"type":"llm"', 1, true) or text:find('"type":"evaluation"', 1, true)) then
+      local e = json.decode(text)
+      if type(e) == "table" and type(e.type) == "string" then
+        fold_event(self, e)
+        if not first then new_events[#new_events + 1] = M.redact(e) end
+      end
     end
   end
-  local st = fs.stat(self.dir .. "/run.json")
+  -- run.json (status) changes rarely and nobody waits on it: look every 10th poll
+  self.polls = (self.polls or 0) + 1
+  local st = (self.polls % 10 == 1 or #new_nodes > 0) and fs.stat(self.dir .. "/run.json")
   local changed = st and st.mtime ~= self.info_mtime
   if changed then
     self.info_mtime = st.mtime

@@ -95,32 +95,38 @@ local function broadcast(w, text)
   w.streams = keep
 end
 
+-- Push what was appended to w's files since the last look to its streams.
+-- Returns whether anything was sent.
+function Server:tick(w) -- luacheck: ignore 212/self
+  local nodes, events, changed = w:poll()
+  local parts = {}
+  if #nodes > 0 then
+    local list = {}
+    for i, n in ipairs(nodes) do list[i] = runs.public_node(n) end
+    parts[#parts + 1] = sse("nodes", list)
+  end
+  if #events > 0 then parts[#parts + 1] = sse("events", { events = events, curve = w.curve, spent = w.spent, best = w.best }) end
+  if changed then parts[#parts + 1] = sse("info", w.info) end
+  for _, e in ipairs(events) do
+    if e.type == "question" or e.type == "decision" then
+      parts[#parts + 1] = sse("questions", ask.pending(w.dir))
+      break
+    end
+  end
+  if #parts > 0 then broadcast(w, table.concat(parts)) end
+  return #parts > 0
+end
+
 -- The ticker of a watched run: runs while it has streams.
 function Server:tick_loop(w)
   local idle = 0
   while #w.streams > 0 and not self.closed do
     task.sleep(M.TICK_S)
-    local nodes, events, changed = w:poll()
-    local parts = {}
-    if #nodes > 0 then
-      local list = {}
-      for i, n in ipairs(nodes) do list[i] = runs.public_node(n) end
-      parts[#parts + 1] = sse("nodes", list)
-    end
-    if #events > 0 then parts[#parts + 1] = sse("events", { events = events, curve = w.curve, spent = w.spent, best = w.best }) end
-    if changed then parts[#parts + 1] = sse("info", w.info) end
-    for _, e in ipairs(events) do
-      if e.type == "question" or e.type == "decision" then
-        parts[#parts + 1] = sse("questions", ask.pending(w.dir))
-        break
-      end
-    end
-    idle = #parts > 0 and 0 or idle + M.TICK_S
+    idle = self:tick(w) and 0 or idle + M.TICK_S
     if idle >= M.HEARTBEAT_S then
-      parts[#parts + 1] = ": still here\n\n"
+      broadcast(w, ": still here\n\n")
       idle = 0
     end
-    if #parts > 0 then broadcast(w, table.concat(parts)) end
   end
   w.ticker = nil
 end
@@ -255,6 +261,8 @@ end
 function Server:close()
   self.closed = true
   for _, w in pairs(self.watches) do
+    w.polls = 0 -- the last look reads run.json too: the page sees how the run ended
+    pcall(self.tick, self, w)
     for _, s in ipairs(w.streams) do s:close() end
     w.streams = {}
   end

@@ -2,9 +2,9 @@
 --- content-addressed: key = SHA-256 of the canonical JSON of (provider,
 --- model, request fields that change the answer, sample index), stored as
 --- DIR/ab/abcdef....json. No header, key or URL is part of an entry.
-local fs = require "mk.fs"
-local json = require "mk.services.llm.json"
-local hash = require "mk.hash"
+local fs = require("mk.fs")
+local json = require("mk.services.json")
+local hash = require("mk.hash")
 
 local M = { VERSION = 1 }
 

@@ -2,7 +2,7 @@
 --- table {kind, status, message, retryable, retry_after} and computes the
 --- wait before the next attempt. Kinds: auth, quota, rate_limit, server,
 --- timeout, bad_request, bad_response, network (see docs/api/llm.md).
-local json = require "mk.services.llm.json"
+local json = require("mk.services.json")
 
 local M = {}
 

@@ -7,10 +7,10 @@
 ---       state:result()          -> resp | nil, err
 --- and this module does the rest: the request, SSE framing, error
 --- classification and the checks that keep a bad body from crashing us.
-local http = require "mk.http"
-local json = require "mk.services.llm.json"
-local retry = require "mk.services.llm.retry"
-local sse = require "mk.services.llm.sse"
+local http = require("mk.http")
+local json = require("mk.services.json")
+local retry = require("mk.services.llm.retry")
+local sse = require("mk.services.llm.sse")
 
 local M = {}
 
@@ -51,6 +51,29 @@ local function parse_body(wire, client, r)
 end
 
 --- One attempt. ctx = {key =, attempt =}. Returns resp | nil, err.
+--- The JSON object of a stream event's data: obj, or nil and the error that
+--- ends the stream (the data is not a JSON object; with `embedded`, an
+--- `error` object the provider sent inside the stream).
+---@param name string the provider, for messages
+---@param data string
+---@param embedded boolean|nil
+function M.event_object(name, data, embedded)
+  local obj = json.decode(data)
+  if type(obj) ~= "table" then
+    return nil, { kind = "bad_response", retryable = false, message = name .. ": a stream event is not JSON: " .. data:sub(1, 200) }
+  end
+  local e = embedded and json.get(obj.error, "table")
+  if e then return nil, retry.embedded(name, e, "inside the stream") end
+  return obj
+end
+
+--- A wire format served over HTTP, its `call` set: what an HTTP provider
+--- module returns.
+function M.provider(wire)
+  function wire.call(client, req, ctx) return M.call(wire, client, req, ctx) end
+  return wire
+end
+
 function M.call(wire, client, req, ctx)
   local spec = wire.build(client, req, ctx.key)
   for k, v in pairs(client.headers or {}) do spec.headers[k:lower()] = v end
@@ -113,8 +136,11 @@ local FINISH = {
   tool_calls = "tool_calls", tool_use = "tool_calls",
 }
 --- The reply assembled by a streaming parser's state (text and thinking
---- pieces, finish, model) with the usage it collected.
-function M.stream_reply(st, usage)
+--- pieces, finish, model) with the usage it collected; when the stream
+--- ended before its end (`ended` false), a retryable network error whose
+--- message is `early` instead.
+function M.stream_reply(st, usage, ended, early)
+  if not ended then return nil, { kind = "network", retryable = true, message = early } end
   return {
     text = table.concat(st.text), thinking = table.concat(st.thinking),
     finish_reason = M.finish_reason(st.finish),

@@ -39,6 +39,7 @@
     if (typeof v === "boolean") return v ? "yes" : "no";
     if (typeof v === "number") {
       if (/speedup$/.test(key)) return v.toFixed(2) + "×";
+      if (key === "spread") return (v * 100).toFixed(1) + " % of the median (p10–p90)";
       if (/(_s|seconds)$/.test(key)) return fmtSeconds(v);
       if (/usd/.test(key)) return "$" + v.toFixed(4);
       if (/gbps$/.test(key)) return v.toFixed(2) + " GB/s";
@@ -151,11 +152,15 @@
   }
   function drawTree() {
     const c = $("tree"), box = $("tree-box");
-    const L = (S.layout = layout());
-    const big = S.nodes.length > 2000;
-    const gapX = big ? 3 : 16, gapY = big ? 26 : 54, pad = 20;
-    const width = Math.max(box.clientWidth - 2, L.leaves * gapX + 2 * pad);
-    const height = Math.max(200, (L.maxDepth + 1) * gapY + 2 * pad);
+    // the layout changes only when nodes came (a selection just redraws)
+    if (!S.layout || S.layoutN !== S.nodes.length) { S.layout = layout(); S.layoutN = S.nodes.length; }
+    const L = S.layout;
+    // a big graph is squeezed into a bounded canvas (nodes may overlap):
+    // a canvas of tens of millions of pixels would make every redraw slow
+    const big = S.nodes.length > 2000, pad = 20, MAXW = 3000, MAXH = 1600;
+    const width = Math.max(box.clientWidth - 2, Math.min(MAXW, L.leaves * (big ? 3 : 16) + 2 * pad));
+    const gapY = Math.min(big ? 26 : 54, (MAXH - 2 * pad) / Math.max(L.maxDepth, 1));
+    const height = Math.max(200, L.maxDepth * gapY + 2 * pad);
     if (c.width !== width) c.width = width;
     if (c.height !== height) c.height = height;
     const sx = (width - 2 * pad) / Math.max(L.leaves - 1, 1);
@@ -184,15 +189,24 @@
       g.stroke();
     }
     const r = big ? 2 : 6;
+    const byColour = new Map(); // one path per colour: 10,000 fills would be slow
     for (const n of S.nodes) {
       if (!L.depth.has(n.id)) continue;
-      const [x, y] = S.pos(n.id);
-      g.fillStyle = color(n);
-      g.beginPath(); g.arc(x, y, r, 0, 7); g.fill();
-      if (n.id === S.selected || n.id === S.best) {
-        g.lineWidth = 2; g.strokeStyle = n.id === S.selected ? "#111827" : "#eab308";
-        g.beginPath(); g.arc(x, y, r + 3, 0, 7); g.stroke();
-      }
+      const col = color(n);
+      if (!byColour.has(col)) byColour.set(col, []);
+      byColour.get(col).push(n.id);
+    }
+    for (const [col, ids] of byColour) {
+      g.fillStyle = col;
+      g.beginPath();
+      for (const id of ids) { const [x, y] = S.pos(id); g.moveTo(x + r, y); g.arc(x, y, r, 0, 7); }
+      g.fill();
+    }
+    for (const id of [S.best, S.selected]) {
+      if (!id || !L.depth.has(id)) continue;
+      const [x, y] = S.pos(id);
+      g.lineWidth = 2; g.strokeStyle = id === S.selected ? "#111827" : "#eab308";
+      g.beginPath(); g.arc(x, y, r + 3, 0, 7); g.stroke();
     }
   }
   function legend() {
@@ -299,6 +313,10 @@
     S.selected = id;
     renderList();
     schedule();
+    requestAnimationFrame(() => { // bring the node into view in a wide tree
+      const box = $("tree-box"), p = S.pos && S.layout && S.layout.depth.has(id) && S.pos(id);
+      if (p && (p[0] < box.scrollLeft || p[0] > box.scrollLeft + box.clientWidth)) box.scrollLeft = p[0] - box.clientWidth / 2;
+    });
     const panel = $("panel");
     panel.replaceChildren(el("p", { class: "muted" }, "loading " + id + " …"));
     const r = await fetch(`/api/node/${S.id}/${id}`);
@@ -425,6 +443,7 @@
     },
     // for tests and the console
     nodeCount: () => S.nodes.length,
+    _draw: () => drawTree(), _layout: () => layout(), _list: () => renderList(),
     select,
     nodePos: (id) => {
       if (!S.pos || !S.layout || !S.layout.depth.has(id)) return null;

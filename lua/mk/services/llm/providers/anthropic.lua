@@ -1,7 +1,7 @@
 --- mk.services.llm.providers.anthropic: the Anthropic Messages API wire format. base_url is
 --- the host; x-api-key and anthropic-version headers.
-local json = require "mk.services.llm.json"
-local transport = require "mk.services.llm.transport"
+local json = require("mk.services.json")
+local transport = require("mk.services.llm.transport")
 
 local W = {
   name = "anthropic",
@@ -60,10 +60,8 @@ end
 function W.stream(_, _, emit)
   local st = { text = {}, thinking = {}, input = 0, output = 0, done = false }
   function st.event(_, name, data)
-    local obj = json.decode(data)
-    if type(obj) ~= "table" then
-      return { kind = "bad_response", retryable = false, message = "anthropic: a stream event is not JSON: " .. data:sub(1, 200) }
-    end
+    local obj, err = transport.event_object("anthropic", data)
+    if not obj then return err end
     local ty = json.get(obj.type, "string") or name
     if ty == "message_start" then
       local m = json.get(obj.message, "table") or {}
@@ -97,14 +95,10 @@ function W.stream(_, _, emit)
     end
   end
   function st.result()
-    if not st.done then
-      return nil, { kind = "network", retryable = true, message = "anthropic: the stream ended before message_stop" }
-    end
-    return transport.stream_reply(st, { input_tokens = st.input, output_tokens = st.output, thinking_tokens = 0 })
+    return transport.stream_reply(st, { input_tokens = st.input, output_tokens = st.output, thinking_tokens = 0 }, st.done,
+      "anthropic: the stream ended before message_stop")
   end
   return st
 end
 
-function W.call(client, req, ctx) return transport.call(W, client, req, ctx) end
-
-return W
+return transport.provider(W)

@@ -4,10 +4,10 @@
 --- {text =, thinking =, finish_reason =, usage = {input_tokens, ...}}.
 --- Exit status 0 = success; 126/127 (cannot run) fail at once, other
 --- statuses are retried as server errors.
-local proc = require "mk.proc"
-local json = require "mk.services.llm.json"
-local retry = require "mk.services.llm.retry"
-local transport = require "mk.services.llm.transport"
+local proc = require("mk.proc")
+local json = require("mk.services.json")
+local retry = require("mk.services.llm.retry")
+local transport = require("mk.services.llm.transport")
 
 local W = { name = "exec" }
 

@@ -1,8 +1,7 @@
 --- mk.services.llm.providers.gemini: the Gemini API (generativelanguage) wire format.
 --- base_url is the host; the key goes in x-goog-api-key, never the URL.
-local json = require "mk.services.llm.json"
-local retry = require "mk.services.llm.retry"
-local transport = require "mk.services.llm.transport"
+local json = require("mk.services.json")
+local transport = require("mk.services.llm.transport")
 
 local W = {
   name = "gemini",
@@ -94,26 +93,17 @@ end
 function W.stream(_, _, emit)
   local st = { text = {}, thinking = {} }
   function st.event(_, _, data)
-    local obj = json.decode(data)
-    if type(obj) ~= "table" then
-      return { kind = "bad_response", retryable = false, message = "gemini: a stream event is not JSON: " .. data:sub(1, 200) }
-    end
-    local e = json.get(obj.error, "table")
-    if e then return retry.embedded("gemini", e, "inside the stream") end
+    local obj, err = transport.event_object("gemini", data, true)
+    if not obj then return err end
     st.usage = usage_of(obj.usageMetadata) or st.usage -- cumulative: the last one counts
     st.model = json.get(obj.modelVersion, "string") or st.model
     st.finish = take(obj, st.text, st.thinking, emit) or st.finish
     if not st.finish and blocked(obj) then st.finish = "SAFETY" end
   end
   function st.result()
-    if not st.finish then
-      return nil, { kind = "network", retryable = true, message = "gemini: the stream ended before a finishReason" }
-    end
-    return transport.stream_reply(st, st.usage)
+    return transport.stream_reply(st, st.usage, st.finish, "gemini: the stream ended before a finishReason")
   end
   return st
 end
 
-function W.call(client, req, ctx) return transport.call(W, client, req, ctx) end
-
-return W
+return transport.provider(W)

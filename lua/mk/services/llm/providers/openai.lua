@@ -1,9 +1,8 @@
 --- mk.services.llm.providers.openai: the OpenAI chat-completions wire format. Also what vLLM,
 --- llama.cpp, Ollama, OpenRouter and most local servers speak: point
 --- base_url (which includes /v1) at them.
-local json = require "mk.services.llm.json"
-local retry = require "mk.services.llm.retry"
-local transport = require "mk.services.llm.transport"
+local json = require("mk.services.json")
+local transport = require("mk.services.llm.transport")
 
 local W = {
   name = "openai",
@@ -78,12 +77,8 @@ function W.stream(_, _, emit)
       st.done = true
       return nil
     end
-    local obj = json.decode(data)
-    if type(obj) ~= "table" then
-      return { kind = "bad_response", retryable = false, message = "openai: a stream event is not JSON: " .. data:sub(1, 200) }
-    end
-    local e = json.get(obj.error, "table")
-    if e then return retry.embedded("openai", e, "inside the stream") end
+    local obj, err = transport.event_object("openai", data, true)
+    if not obj then return err end
     st.model = json.get(obj.model, "string") or st.model
     st.usage = usage_of(obj.usage) or st.usage
     local choice = json.get(obj.choices, "table") and json.get(obj.choices[1], "table")
@@ -103,14 +98,10 @@ function W.stream(_, _, emit)
     end
   end
   function st.result()
-    if not st.done and not st.finish then
-      return nil, { kind = "network", retryable = true, message = "openai: the stream ended before its end (no finish_reason, no [DONE])" }
-    end
-    return transport.stream_reply(st, st.usage)
+    return transport.stream_reply(st, st.usage, st.done or st.finish,
+      "openai: the stream ended before its end (no finish_reason, no [DONE])")
   end
   return st
 end
 
-function W.call(client, req, ctx) return transport.call(W, client, req, ctx) end
-
-return W
+return transport.provider(W)

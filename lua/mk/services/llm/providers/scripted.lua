@@ -5,8 +5,8 @@
 --- some candidates fail to compile, some are wrong, some slow, some fast.
 --- It goes through the same client path as real providers (retries,
 --- concurrency, ledger) and is labelled "scripted model" everywhere.
-local rng = require "mk.services.rng"
-local fs = require "mk.fs"
+local rng = require("mk.services.rng")
+local fs = require("mk.fs")
 
 local M = {
   label = "scripted model (offline test double, not a real LLM)",

@@ -1,7 +1,8 @@
---- mk.services.llm.json: the JSON helpers of the LLM layer. `canonical` encodes with
---- sorted keys and fixed number formatting, so equal requests hash equally
---- (cache keys); `decode` never raises on a body that is not JSON.
-local cjson = require "cjson"
+--- mk.services.json: canonical JSON for content keys. `canonical` encodes
+--- with sorted keys and fixed number formatting, so equal values hash
+--- equally (the LLM cache's request keys, the suite cache's content keys);
+--- `decode` never raises on a body that is not JSON.
+local cjson = require("cjson")
 
 local M = { null = cjson.null }
 
@@ -29,7 +30,7 @@ local function enc(v, out)
     if math.type(v) == "integer" or (v == math.floor(v) and math.abs(v) < 2 ^ 53) then
       out[#out + 1] = string.format("%d", math.tointeger(v) or v)
     elseif v ~= v or v == math.huge or v == -math.huge then
-      error("mk.services.llm.json: cannot encode " .. tostring(v))
+      error("mk.services.json: cannot encode " .. tostring(v))
     else
       out[#out + 1] = string.format("%.17g", v)
     end
@@ -63,7 +64,7 @@ local function enc(v, out)
       out[#out + 1] = "}"
     end
   else
-    error("mk.services.llm.json: cannot encode a " .. ty)
+    error("mk.services.json: cannot encode a " .. ty)
   end
 end
 

@@ -1,0 +1,157 @@
+"""Benchmark of the run viewer in Chromium (issue 23).
+
+  /usr/bin/python3 bench/ui_bench.py page [N]      a N-node run's page (default 10,000): time to usable
+  /usr/bin/python3 bench/ui_bench.py cpu [REPEATS]  engine CPU of a scripted run, page open vs not
+
+page: the run is written by `mkengine script bench/ui_bench.lua make`, served
+by `mkengine serve`; Chromium (headless, Debian's chromium-driver) opens it;
+"usable" = every node counted, the tree drawn (the next animation frame
+after), and a clicked node's panel showing its code. Repeated 3 times, fresh
+page each time.
+
+cpu: `mkengine run beam tests/tasks/rmsnorm_small --model scripted` (width 2,
+depth 2) with and without `--ui`, alternating, REPEATS each (default 2); with
+--ui a Chromium page is open on the run for its whole life. The figure is
+the engine process's own CPU (utime + stime of /proc/PID/stat, sampled until
+it exits: compilers and candidates are other processes and not counted).
+"""
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HOME = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("MKENGINE_BUILD", os.path.join(HOME, "build"))
+MK = os.path.join(BUILD, "mkengine")
+
+from selenium import webdriver  # noqa: E402  (Debian's python3-selenium)
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+
+
+def browser():
+    o = webdriver.ChromeOptions()
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+        o.add_argument(a)
+    return webdriver.Chrome(service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"), options=o)
+
+
+def start_viewer(args):
+    p = subprocess.Popen([MK] + args, cwd=HOME, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    for line in p.stderr:
+        m = re.search(r"viewer at (http://\S+)#token=", line)
+        if m:
+            threading.Thread(target=lambda: [None for _ in p.stderr], daemon=True).start()
+            return p, m.group(1)
+    raise SystemExit("the engine printed no URL")
+
+
+def fmt(xs, unit):
+    xs = sorted(xs)
+    return "%.3g %s (min-max %.3g-%.3g, n=%d)" % (statistics.median(xs), unit, xs[0], xs[-1], len(xs))
+
+
+USABLE = """
+const [n, done] = [arguments[0], arguments[arguments.length - 1]];
+const t0 = performance.now();
+(function wait() {
+  if (window.mkui && mkui.nodeCount() >= n) requestAnimationFrame(() => done(performance.now() - t0));
+  else setTimeout(wait, 5);
+})();
+"""
+
+
+def page(n):
+    tmp = tempfile.mkdtemp(prefix="mk-ui-bench-")
+    run = os.path.join(tmp, "run")
+    subprocess.run([MK, "script", "bench/ui_bench.lua", "make", run, str(n)], cwd=HOME, check=True)
+    srv, url = start_viewer(["serve", run])
+    d = browser()
+    d.set_script_timeout(120)
+    loads, clicks = [], []
+    try:
+        for _ in range(3):
+            t0 = time.monotonic()
+            d.get(url + "run/")
+            d.execute_async_script(USABLE, n)
+            loads.append(time.monotonic() - t0)
+            t1 = time.monotonic()
+            d.execute_async_script("""
+              const done = arguments[arguments.length - 1];
+              mkui.select('n%04d').then(() => done(document.querySelector('#panel pre.node-code') !== null));
+            """ % (n // 2))
+            clicks.append(time.monotonic() - t1)
+    finally:
+        d.quit()
+        srv.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("%d-node run, navigation to tree drawn: %s" % (n, fmt(loads, "s")))
+    print("click to a node's code shown: %s" % fmt([c * 1000 for c in clicks], "ms"))
+
+
+def engine_cpu(pid, proc):
+    """The engine's own CPU seconds, last sample before it exited."""
+    hz = os.sysconf("SC_CLK_TCK")
+    last = 0.0
+    while proc.poll() is None:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            last = (int(fields[11]) + int(fields[12])) / hz
+        except (OSError, IndexError):
+            pass
+        time.sleep(0.05)
+    return last
+
+
+def one_run(ui):
+    tmp = tempfile.mkdtemp(prefix="mk-ui-cpu-")
+    args = [MK, "run", "beam", "tests/tasks/rmsnorm_small", "--model", "scripted", "--set", "width=2", "--set",
+            "depth=2", "--run-dir", os.path.join(tmp, "run"), "--quiet"] + (["--ui"] if ui else [])
+    env = dict(os.environ, TMPDIR=tmp, MKENGINE_CACHE=os.path.join(BUILD, "test-cache"))
+    p = subprocess.Popen(args, cwd=HOME, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    d = None
+    if ui:
+        for line in p.stderr:
+            m = re.search(r"viewer at (http://\S+)", line)
+            if m:
+                d = browser()
+                d.get(m.group(1))
+                break
+    threading.Thread(target=lambda: [None for _ in p.stderr], daemon=True).start()
+    t0 = time.monotonic()
+    cpu = engine_cpu(p.pid, p)
+    wall = time.monotonic() - t0
+    if d:
+        d.quit()
+    shutil.rmtree(tmp, ignore_errors=True)
+    return cpu, wall
+
+
+def cpu(repeats):
+    plain, viewed = [], []
+    for _ in range(repeats):
+        plain.append(one_run(False))
+        viewed.append(one_run(True))
+    a = statistics.median(c for c, _ in plain)
+    b = statistics.median(c for c, _ in viewed)
+    print("engine CPU without the page: %s; walls %s" % (fmt([c for c, _ in plain], "s"), [round(w) for _, w in plain]))
+    print("engine CPU with the page open: %s; walls %s" % (fmt([c for c, _ in viewed], "s"), [round(w) for _, w in viewed]))
+    print("difference of the medians: %+.1f %%" % ((b - a) / a * 100))
+
+
+if __name__ == "__main__":
+    what = sys.argv[1] if len(sys.argv) > 1 else "page"
+    if what == "page":
+        page(int(sys.argv[2]) if len(sys.argv) > 2 else 10000)
+    elif what == "cpu":
+        cpu(int(sys.argv[2]) if len(sys.argv) > 2 else 2)
+    else:
+        raise SystemExit(__doc__)
+    print("machine: load %s" % open("/proc/loadavg").read().split()[:3])
