@@ -396,7 +396,7 @@ function Evaluation:final_bench(build)
 end
 
 -- The verdict of a correct, benchmarked candidate against the baseline.
-function Evaluation:correct_result(br, tune)
+function Evaluation:correct_result(br, tune, build)
   local ev = self.ev
   local tb0 = task_lib.now()
   local base = ev:baseline()
@@ -408,11 +408,21 @@ function Evaluation:correct_result(br, tune)
     probes_ahead = br.probes_ahead, -- the probes' reference outputs were made before the benchmark
   }
   local fmt_s = ev.target.fmt_s or util.fmt_s
-  r.message = string.format("correct; %s per call vs baseline %s (%.2fx)%s", fmt_s(r.latency_s),
-    fmt_s(r.baseline_latency_s), r.speedup, tune and (", tuned " .. fmt_params(tune.params)) or "")
+  local tuned = tune and (", tuned " .. fmt_params(tune.params)) or ""
   if r.timing_kind == "interpret" then
-    r.message = r.message .. " [interpret timings: not kernel timings]"
-  elseif r.speedup > 20 then
+    -- an interpreter's speed against a native baseline is no speedup: none is shown (r.speedup
+    -- stays for the record; mk.study.metrics counts such a row 1.0)
+    r.message = string.format("correct; %s per call in interpret mode%s [interpret timings: not kernel timings, " ..
+      "no speedup]", fmt_s(r.latency_s), tuned)
+  else
+    r.message = string.format("correct; %s per call vs baseline %s (%.2fx)%s", fmt_s(r.latency_s),
+      fmt_s(r.baseline_latency_s), r.speedup, tuned)
+  end
+  if build and build.scale_note then -- a target that re-tested at a larger scale says which (pallas)
+    r.checked_at = build.checked_at
+    r.message = r.message .. "; " .. build.scale_note
+  end
+  if r.timing_kind ~= "interpret" and r.speedup > 20 then
     r.suspicious = true
     r.message = r.message .. "; the speedup is unusually large: the held-out check will re-verify it"
   end
@@ -449,7 +459,7 @@ function Evaluation:run(tunables, do_tune)
   if br.status ~= "ok" then
     return self:finish(fail(br.status, br.message, { tune = tune, probes_ahead = br.probes_ahead }))
   end
-  local r = self:correct_result(br, tune)
+  local r = self:correct_result(br, tune, build)
   if self.opts.profile then
     local pr, why = self:profile(build, br, r)
     if not pr then return self:finish(fail("infra", why)) end
@@ -479,136 +489,10 @@ function Evaluator:evaluate(files, opts)
   local do_tune = opts.tune ~= false and #tunables > 0
   local key = key_of(files) .. (do_tune and "\2tune" or "") .. (opts.profile and "\2prof" or "")
   if self.cache[key] then return self.cache[key] end
-<<<<<<< HEAD
-  local device_s = 0
-  -- where this evaluation's time went (docs/api/eval.md, "timing")
-  -- cpu.s: CPU seconds of the processes the evaluation ran (targets add
-  -- what each of their processes used: compiler, runs, checks)
-  local acct = { compile_s = 0, test_s = 0, bench_s = 0, check_s = 0, queue_s = 0, cpu = { s = 0 } }
-  local setup_s = task_lib.now() - t0 -- freezing or verifying the suite, the first time
-
-  local restock -- probes to make ahead once this evaluation is done (profile included)
-  local function finish(r)
-    if restock then self:_restock(restock) end
-    r.device_s = device_s
-    r.cpu_s = acct.cpu.s
-    r.wall_s = task_lib.now() - t0
-    local tm = { compile_s = acct.compile_s, test_s = acct.test_s, bench_s = acct.bench_s, check_s = acct.check_s,
-      queue_s = acct.queue_s, setup_s = setup_s + (acct.setup_s or 0), wall_s = r.wall_s,
-      bench_parts = acct.bench_parts }
-    tm.engine_s = math.max(0, r.wall_s - tm.compile_s - tm.test_s - tm.bench_s - tm.check_s - tm.queue_s - tm.setup_s)
-    r.timing = tm
-    if r.status ~= "infra" then self.cache[key] = r end -- the next try may find the machine mended
-    return r
-  end
-
-  -- compile + test one configuration
-  local function try(defines)
-    local b = self:_compile(files, defines, acct)
-    if b.status ~= "ok" then return b end
-    local tr = self:_test(b, "search", acct)
-    device_s = device_s + (tr.wall_s or 0)
-    tr.build = b
-    return tr
-  end
-
-  local first = try(nil)
-  if first.status ~= "ok" then
-    return finish(fail(first.status, first.message, { log = first.log }))
-  end
-  local build = first.build
-  local tune
-  if do_tune then
-    local budget = opts.tune_budget or self.opts.tune_budget or 8
-    local configs, space = configs_of(tunables, budget, self.seed)
-    local tried = {}
-    local tb = self.opts.tune_bench or { min_time = 0.2, min_reps = 3, max_reps = 50, warmup = 1 }
-    -- compile/test all configurations (jobs at a time), then time them one by one
-    local handles = {}
-    for i, cfg in ipairs(configs) do handles[i] = task_lib.spawn(try, cfg) end
-    local best, best_lat, best_params
-    for i, h in ipairs(handles) do
-      local ok, tr = pcall(task_lib.await, h)
-      if not ok then tr = { status = "error", message = tostring(tr) } end
-      local entry = { params = configs[i], status = tr.status, message = tr.message ~= "" and tr.message or nil }
-      if tr.status == "ok" then
-        local tbo = self:_bench_opts(tb)
-        tbo.cpu = acct.cpu
-        local br = self:_exclusive_q(acct, self.target.bench, self.task, tr.build, tbo)
-        device_s = device_s + (br.wall_s or 0)
-        add_bench(acct, br)
-        entry.status, entry.latency_s = br.status, br.latency_s
-        if br.status == "ok" and (not best_lat or br.latency_s < best_lat) then
-          best, best_lat, best_params = tr.build, br.latency_s, configs[i]
-        end
-      end
-      tried[#tried + 1] = entry
-      if verdict(entry.status) == "infra" then return finish(fail("infra", entry.message)) end
-    end
-    tune = { params = best_params or {}, tried = tried, space = space, budget = budget }
-    if best then build = best end
-  end
-
-  -- the final benchmark also times fresh inputs (probes) against caching
-  -- cheats; the reference's outputs for them were made ahead when possible
-  local nprobes = self.opts.probes or 3
-  local stock = self:_take_stock(acct)
-  if stock then device_s = device_s + (stock.wall_s or 0) end
-  local br = self:_exclusive_q(acct, self.target.bench, self.task, build,
-    self:_bench_opts { counters = opts.profile, probes = nprobes, cpu = acct.cpu, probe_stock = stock })
-  restock = nprobes
-  device_s = device_s + (br.wall_s or 0)
-  add_bench(acct, br)
-  acct.bench_parts = br.runner
-  if br.status ~= "ok" then
-    return finish(fail(br.status, br.message, { tune = tune, probes_ahead = br.probes_ahead }))
-  end
-  local tb0 = task_lib.now()
-  local base = self:baseline()
-  acct.setup_s = task_lib.now() - tb0 -- measuring the baseline, the first time
-  local r = {
-    status = "ok", correct = true, latency_s = br.latency_s, spread = br.spread, reps = br.reps,
-    baseline_latency_s = base.latency_s, speedup = base.latency_s / br.latency_s, tune = tune,
-    timing_kind = br.timing_kind, -- "interpret": an interpreter's speed, not a kernel timing
-    probes_ahead = br.probes_ahead, -- the probes' reference outputs were made before the benchmark
-  }
-  local fmt_s = self.target.fmt_s or util.fmt_s
-  local tuned = tune and (", tuned " .. fmt_params(tune.params)) or ""
-  if r.timing_kind == "interpret" then
-    -- an interpreter's speed against a native baseline is no speedup: none is shown (r.speedup
-    -- stays for the record; mk.study.metrics counts such a row 1.0)
-    r.message = string.format("correct; %s per call in interpret mode%s [interpret timings: not kernel timings, " ..
-      "no speedup]", fmt_s(r.latency_s), tuned)
-  else
-    r.message = string.format("correct; %s per call vs baseline %s (%.2fx)%s", fmt_s(r.latency_s),
-      fmt_s(r.baseline_latency_s), r.speedup, tuned)
-  end
-  if build.scale_note then -- a target that re-tested at a larger scale says which (pallas)
-    r.checked_at = build.checked_at
-    r.message = r.message .. "; " .. build.scale_note
-  end
-  if r.timing_kind ~= "interpret" and r.speedup > 20 then
-    r.suspicious = true
-    r.message = r.message .. "; the speedup is unusually large: the held-out check will re-verify it"
-  end
-  if opts.profile then
-    local pr = self:_exclusive_q(acct, self.target.profile, self.task, build,
-      { tests_dir = self.tests_dir, latency_s = br.latency_s, threads = self.opts.threads, bench = br,
-        scratch = self.scratch, cpu = acct.cpu })
-    device_s = device_s + (pr.wall_s or 0)
-    if verdict(pr.status) == "infra" then return finish(fail("infra", "profile: " .. tostring(pr.message))) end
-    acct.bench_s = acct.bench_s + (pr.wall_s or 0)
-    r.profile = pr.status == "ok" and pr or { text = "profile failed: " .. pr.message, status = pr.status }
-  end
-  self.last_build = self.last_build or {}
-  self.last_build[key_of(files)] = build
-  return finish(r)
-=======
   local E = setmetatable({ ev = self, files = files, opts = opts, key = key, t0 = t0, device_s = 0,
     acct = { compile_s = 0, test_s = 0, bench_s = 0, check_s = 0, queue_s = 0, cpu = { s = 0 } },
     setup_s = task_lib.now() - t0 }, Evaluation) -- setup: freezing or verifying the suite, the first time
   return E:run(tunables, do_tune)
->>>>>>> main
 end
 
 --- Benchmark files that `evaluate` measured before once more, on the same
