@@ -37,8 +37,8 @@ local tests = fs.tmpdir("mk-pallas-bench-tests")
 local prep = eval.new(task, { tests_dir = tests .. "/t" })
 prep:freeze()
 prep:baseline()
-print(string.format("pool %d, %d round(s), task %s, frozen cases %d (test-scaled: %s)", pool, rounds, TASK,
-  #prep.frozen.cases, tostring(prep.frozen.test_scale)))
+print(string.format("pool %d, %d round(s), task %s, frozen cases %d (test scale factor: %s)", pool, rounds, TASK,
+  #prep.frozen.cases, tostring(prep.frozen.test_scale and prep.frozen.test_scale.factor)))
 local walls, overheads = {}, {}
 for r = 1, rounds do
   local ev = eval.new(task, { tests_dir = tests .. "/t", bench = { min_reps = 3, max_reps = 3, warmup = 1 } })

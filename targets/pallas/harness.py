@@ -101,87 +101,21 @@ def _module_info(source, filename):
 
 
 def parse_yaml(text):
-    """Parse kernel_task.yaml: python3-yaml when present, else a small parser
-    that covers what those files use (scalars, `key: |-` blocks, flow lists,
-    block lists of scalars)."""
+    """Parse kernel_task.yaml with PyYAML (scripts/packages/pallas.pip pins
+    it; a MaxKernel task cannot be read without it)."""
     try:
-        import yaml  # lazy: only task files in YAML need it
-        data = yaml.safe_load(text)
-        if not isinstance(data, dict):
-            raise HarnessError("bad_task", "kernel_task.yaml: top level is not a mapping")
-        return data
+        import yaml  # lazy: only MaxKernel task files need it
     except ImportError:
-        return parse_yaml_minimal(text)
-
-
-def _yaml_scalar(s):
-    s = s.strip()
-    if s == "" or s in ("~", "null"):
-        return None
-    if s[0] in "'\"" and s[-1] == s[0] and len(s) >= 2:
-        return s[1:-1]
-    if s in ("true", "True"):
-        return True
-    if s in ("false", "False"):
-        return False
-    if s.startswith("[") and s.endswith("]"):
-        inner = s[1:-1].strip()
-        return [] if not inner else [_yaml_scalar(x) for x in inner.split(",")]
+        raise HarnessError("no_yaml", "reading kernel_task.yaml needs PyYAML, which %s cannot import: run "
+                           "scripts/setup.sh (it installs the pinned PyYAML into .venv/) or pip install PyYAML"
+                           % sys.executable)
     try:
-        return int(s)
-    except ValueError:
-        pass
-    try:
-        return float(s)
-    except ValueError:
-        return s
-
-
-def parse_yaml_minimal(text):
-    """The fallback YAML subset parser (see parse_yaml)."""
-    out = {}
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if not line.strip() or line.lstrip().startswith("#"):
-            i += 1
-            continue
-        m = re.match(r"^([A-Za-z_][\w\-]*):\s*(.*)$", line)
-        if not m or line[0] in " \t":
-            raise HarnessError("bad_task", "kernel_task.yaml line %d: cannot parse %r" % (i + 1, line))
-        key, rest = m.group(1), m.group(2).strip()
-        i += 1
-        if rest in ("|", "|-", "|+", ">", ">-"):
-            block = []
-            indent = None
-            while i < len(lines) and (not lines[i].strip() or lines[i][0] in " \t"):
-                ln = lines[i]
-                if ln.strip():
-                    ind = len(ln) - len(ln.lstrip())
-                    indent = ind if indent is None else min(indent, ind)
-                block.append(ln)
-                i += 1
-            block = [b[indent:] if indent and len(b) >= indent else b.strip() for b in block]
-            while block and not block[-1].strip():
-                block.pop()
-            val = "\n".join(block)
-            if rest.startswith(">"):
-                val = " ".join(x.strip() for x in block)
-            if rest in ("|", ">"):
-                val += "\n"
-            out[key] = val
-        elif rest == "":
-            items = []
-            while i < len(lines) and re.match(r"^\s+-\s*", lines[i]):
-                items.append(_yaml_scalar(re.sub(r"^\s+-\s*", "", lines[i])))
-                i += 1
-            out[key] = items if items else None
-        else:
-            if rest.startswith("#"):
-                rest = ""
-            out[key] = _yaml_scalar(rest)
-    return out
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise HarnessError("bad_task", "kernel_task.yaml is not valid YAML: %s" % e)
+    if not isinstance(data, dict):
+        raise HarnessError("bad_task", "kernel_task.yaml: top level is not a mapping")
+    return data
 
 
 def detect_format(task_dir):
@@ -947,32 +881,49 @@ def reference_module(task):
     return _import_file(os.path.join(task["dir"], task["reference_file"]), "mk_reference")
 
 
-def make_inputs(task, ref, seed=0, config=None, dtype=None):
-    """(dynamic inputs list, static args list) for one case."""
+class config_scope:
+    """`mod.CONFIG` updated with `config` while the block runs, then restored:
+    a case's sizes hold while its inputs are made and while the reference
+    or a candidate that reads CONFIG (a mask of CONFIG['seq_len']) traces."""
+
+    def __init__(self, mod, config, strict=True):
+        self.cfg = getattr(mod, "CONFIG", None) if config else None
+        if not isinstance(self.cfg, dict):
+            if config and strict:
+                raise HarnessError("bad_task", "the case's sizes need a CONFIG dict in %s" % mod.__name__)
+            self.cfg = None  # a candidate without CONFIG reads its sizes from its inputs
+        self.config, self.saved = config, None
+
+    def __enter__(self):
+        if self.cfg is not None:
+            self.saved = dict(self.cfg)
+            self.cfg.update(self.config)
+        return self
+
+    def __exit__(self, *exc):
+        if self.saved is not None:
+            self.cfg.clear()
+            self.cfg.update(self.saved)
+        return False
+
+
+def make_inputs(task, ref, seed=0, config=None, dtype=None, inputs_fn=None):
+    """(dynamic inputs list, static args list) for one case; `inputs_fn`
+    replaces the task's own (a resized copy, see scaling.py)."""
     import inspect
     jax = _jax()
-    fn = getattr(ref, task["inputs_fn"])
+    fn = inputs_fn or getattr(ref, task["inputs_fn"])
     kwargs = {}
     params = inspect.signature(fn).parameters
     if dtype is not None and "dtype" in params:
         kwargs["dtype"] = dtype
-    saved_config = None
-    if config:
-        if not isinstance(getattr(ref, "CONFIG", None), dict):
-            raise HarnessError("bad_task", "TEST_CONFIGS needs a CONFIG dict in the reference")
-        saved_config = dict(ref.CONFIG)
-        ref.CONFIG.update(config)
-    try:
+    with config_scope(ref, config):
         if "seed" in params:
             kwargs["seed"] = seed
             out = fn(**kwargs)
         else:
             with _SeededKeys(jax, seed):
                 out = fn(**kwargs)
-    finally:
-        if saved_config is not None:
-            ref.CONFIG.clear()
-            ref.CONFIG.update(saved_config)
     if task["format"] == "maxkernel":
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
             raise HarnessError("bad_task", "get_inputs must return ([dynamic], [static])")
@@ -980,6 +931,31 @@ def make_inputs(task, ref, seed=0, config=None, dtype=None):
     if not isinstance(out, (tuple, list)):
         out = (out,)
     return list(out), []
+
+
+def static_positions(args):
+    """Positions of the Python values (not arrays) among a call's inputs: a
+    size such as Megablox's max_expert_size is static, never traced."""
+    return tuple(i for i, a in enumerate(args) if not hasattr(a, "shape"))
+
+
+def jit_static(jax, fn, args):
+    """jax.jit(fn) with the Python values among `args` static."""
+    return jax.jit(fn, static_argnums=static_positions(args))
+
+
+class _WithStatics:
+    """A compiled executable called with the full argument list: the static
+    (Python) values, baked in at lowering, are dropped before the call."""
+
+    def __init__(self, compiled, positions):
+        self.compiled, self.positions = compiled, set(positions)
+
+    def __call__(self, *args):
+        return self.compiled(*[a for i, a in enumerate(args) if i not in self.positions])
+
+    def __getattr__(self, name):
+        return getattr(self.compiled, name)
 
 
 def _leaves(out):
@@ -1287,7 +1263,7 @@ def lower_and_compile(jax, fn, args, candidate_path=None, interpret="off"):
     try:
         if interpret == "tpu":
             try:
-                traced = jax.jit(fn).trace(*specs)
+                traced = jit_static(jax, fn, args).trace(*specs)
             except BaseException as e:  # any failure: noted, then re-raised
                 e.mk_note = "tracing the candidate failed"
                 raise
@@ -1298,9 +1274,9 @@ def lower_and_compile(jax, fn, args, candidate_path=None, interpret="off"):
                 raise
             from jax.experimental.pallas import tpu as pltpu
             with pltpu.force_tpu_interpret_mode(tpu_interpret_params()):
-                lowered = jax.jit(fn).lower(*specs)
+                lowered = jit_static(jax, fn, args).lower(*specs)
         else:
-            lowered = jax.jit(fn).lower(*specs)
+            lowered = jit_static(jax, fn, args).lower(*specs)
     except BaseException as e:  # whatever lowering the candidate raises is its lowering error
         raise CandidateError("lower", e)
     t1 = time.perf_counter()
@@ -1308,6 +1284,8 @@ def lower_and_compile(jax, fn, args, candidate_path=None, interpret="off"):
         compiled = lowered.compile()
     except BaseException as e:  # whatever compiling the candidate raises is its compile error
         raise CandidateError("compile", e)
+    if static_positions(args):
+        compiled = _WithStatics(compiled, static_positions(args))
     return compiled, {"lower_s": t1 - t0, "compile_s": time.perf_counter() - t1}
 
 
@@ -1539,50 +1517,26 @@ def _split_inputs(dyn):
     return kinds, arrays, scalars
 
 
-TEST_SCALE_CAP = 256  # largest size a scaled CONFIG entry keeps (see scale_config)
-_NOT_SIZES = ("seed", "atol", "rtol", "eps")
+TEST_SCALE_TARGET = 256  # the first scale tried brings the largest size to about this (scaling.py)
+CASES_BUDGET_S = 120  # reference seconds the cases of an unscaled freeze may take; fewer cases beyond
 
 
-def _two_adic(v):
-    return v & -v
+def _scaling():
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    try:
+        import scaling  # targets/pallas/scaling.py, beside this file
+    finally:
+        sys.path.pop(0)
+    return scaling
 
 
-def scale_size(v, cap):
-    """A test-sized stand-in for the integer size v: v itself when v <= cap,
-    else the largest divisor of v that is at most cap and keeps v's power-of-
-    two factor up to 128 (so block sizes a kernel may assume still tile: 8192
-    -> 256, 28672 -> 256, 14336 -> 256, 1000 -> 200)."""
-    if v <= cap:
-        return v
-    need = min(_two_adic(v), 128)
-    for d in range(cap, 0, -1):
-        if v % d == 0 and d % need == 0:
-            return d
-    return cap
-
-
-def scale_config(config, cap):
-    """The CONFIG entries a test-scaled case overrides: every integer entry
-    (not bool, not a tolerance or seed) larger than cap, shrunk by scale_size.
-    Benchmarks keep the task's own CONFIG."""
-    out = {}
-    if not cap:
-        return out
-    for k, v in (config or {}).items():
-        if isinstance(v, bool) or not isinstance(v, int) or k.lower() in _NOT_SIZES:
-            continue
-        sv = scale_size(v, cap)
-        if sv != v:
-            out[k] = sv
-    return out
-
-
-def test_scale_cap(jax, value):
+def test_scale_target(jax, value):
     """--test-scale: 'auto' (scale on a CPU backend, where kernels are
-    interpreted; not on a device), 'off' / 0, or the cap as an integer."""
+    interpreted; not on a device), 'off' / 0, or the size the largest
+    dimension is brought to first, as an integer."""
     v = str(value or "auto").lower()
     if v == "auto":
-        return TEST_SCALE_CAP if jax.default_backend() == "cpu" else None
+        return TEST_SCALE_TARGET if jax.default_backend() == "cpu" else None
     if v in ("off", "0", "none", "false"):
         return None
     try:
@@ -1592,70 +1546,110 @@ def test_scale_cap(jax, value):
     return n if n > 0 else None
 
 
+def choose_scale(jax, task, ref, dtype, a):
+    """The Attempt whose sizes the cases use (scaling.py), and the record of
+    the search for cases.json. --scale-factor F freezes at F, unsearched."""
+    sc = _scaling()
+    mem = int(os.environ.get("MK_PALLAS_MEM_MB") or 0) << 20
+    def log(m):
+        sys.stderr.write(m + "\n")
+    if a.scale_factor:
+        syms = sc.symbols(task["reference"], task["inputs_fn"], task["config"], task["entry"])
+        chosen = sc.try_factor(sys.modules[__name__], jax, task, ref, dtype, syms, a.scale_factor, mem // 3)
+        if chosen.reason and chosen.reason != "nothing to scale":
+            raise HarnessError("cannot_freeze", "%s at scale factor %d: %s" % (task["name"], a.scale_factor,
+                                                                             chosen.reason))
+        tried = [chosen]
+    else:
+        target = test_scale_target(jax, a.test_scale)
+        chosen, tried = sc.choose(sys.modules[__name__], jax, task, ref, dtype, target, mem // 3, log)
+    record = {"factor": chosen.f, "target": None if a.scale_factor else test_scale_target(jax, a.test_scale),
+              "config": chosen.plan["config"], "inputs": chosen.plan["inputs"], "pinned": chosen.plan["pinned"],
+              "flops": chosen.flops, "call_s": chosen.call_s, "tried": [t.record() for t in tried]}
+    return chosen, record
+
+
+def freeze_plan(task, seeds, heldout, scale):
+    """[(case id, seed, CONFIG overrides, held-out)]; when the reference is
+    slow at the chosen sizes, only seed 0 and one held-out seed are kept."""
+    cfg = scale.plan["config"] or None
+    plan = [("s%d" % s, s, cfg, False) for s in seeds]
+    for i, over in enumerate(task["test_configs"]):
+        plan.append(("c%d" % i, seeds[0], dict(cfg or {}, **over), False))
+    plan += [("h%d" % s, s, cfg, True) for s in heldout]
+    warn = []
+    per_case = (scale.call_s or 0.0) * 2  # the inputs and the call
+    if per_case * len(plan) > CASES_BUDGET_S and len(plan) > 2:
+        keep = [c for c in plan if not c[3]][:1] + [c for c in plan if c[3]][:1]
+        warn.append("the reference takes %.1f s a call at these sizes: %d of %d cases kept (%s)"
+                    % (scale.call_s, len(keep), len(plan), ", ".join(c[0] for c in keep)))
+        plan = keep
+    return plan, warn
+
+
+def freeze_case(jax, task, ref, dtype, tests, case, scale):
+    """Inputs and expected outputs of one case, written under `tests`;
+    returns its cases.json entry and a digest of its inputs."""
+    cid, seed, cfg, held = case
+    with config_scope(ref, cfg):
+        dyn, statics = make_inputs(task, ref, seed, None, dtype, scale.inputs_fn)
+        try:
+            json.dumps(statics)
+        except TypeError:
+            raise HarnessError("bad_task", "static args must be JSON values to be frozen: %r" % (statics,))
+        outs = [_to_numpy(o) for o in _leaves(jit_static(jax, entry_fn(task, ref, statics), dyn)(*dyn))]
+    h = hashlib.sha256()
+    for x in dyn:
+        h.update(_to_numpy(x).tobytes() if hasattr(x, "shape") else repr(x).encode())
+    kinds, arrays, scalars = _split_inputs(dyn)
+    imeta = save_arrays(os.path.join(tests, "inputs", cid + ".npz"), arrays)
+    with open(os.path.join(tests, "inputs", cid + ".json"), "w") as f:
+        json.dump({"id": cid, "seed": seed, "config": cfg, "kinds": kinds, "inputs": imeta,
+                   "scalars": scalars, "statics": statics, "scale_factor": scale.f}, f)
+    ometa = save_arrays(os.path.join(tests, "expected", cid + ".npz"), outs)
+    with open(os.path.join(tests, "expected", cid + ".json"), "w") as f:
+        json.dump({"id": cid, "outputs": ometa}, f)
+    entry = {"id": cid, "seed": seed, "config": cfg, "heldout": held,
+             "shapes": [m["shape"] for m in imeta], "output_shapes": [m["shape"] for m in ometa]}
+    return entry, (h.hexdigest(), json.dumps(cfg, sort_keys=True))
+
+
 def cmd_freeze(a):
     task = load_task(a.task, _overrides(a))
     jax = _jax()
     ref = reference_module(task)
     dtype = _resolve_dtype(a.dtype)
-    tests = a.tests
     for sub in ("inputs", "expected"):
-        os.makedirs(os.path.join(tests, sub), exist_ok=True)
-    seeds = _int_list(a.seeds) or [0]
-    heldout = _int_list(a.heldout)
-    cap = test_scale_cap(jax, a.test_scale)
-    scaled = scale_config(task["config"], cap) or None
-    plan = [("s%d" % s, s, scaled, False) for s in seeds]
-    for i, cfg in enumerate(task["test_configs"]):
-        plan.append(("c%d" % i, seeds[0], dict(scaled or {}, **cfg), False))
-    plan += [("h%d" % s, s, scaled, True) for s in heldout]
-    cases, warnings, digests = [], [], {}
-    ref_fn = None
-    for cid, seed, cfg, held in plan:
-        dyn, statics = make_inputs(task, ref, seed, cfg, dtype)
+        os.makedirs(os.path.join(a.tests, sub), exist_ok=True)
+    scale, record = choose_scale(jax, task, ref, dtype, a)
+    plan, warnings = freeze_plan(task, _int_list(a.seeds) or [0], _int_list(a.heldout), scale)
+    warnings += [scale.warning] if scale.warning else []
+    cases, digests = [], {}
+    for case in plan:
+        PHASE["now"] = "freezing case %s (scale factor %d)" % (case[0], scale.f)
+        entry, key = freeze_case(jax, task, ref, dtype, a.tests, case, scale)
         # Seeds that do not change the inputs (create_inputs imported its key
         # function directly, say) are reported: they add no coverage.
-        h = hashlib.sha256()
-        for x in dyn:
-            h.update(_to_numpy(x).tobytes() if hasattr(x, "shape") else repr(x).encode())
-        key = (h.hexdigest(), json.dumps(cfg, sort_keys=True))
         if key in digests:
             warnings.append("case %s has the same inputs as case %s: the seed does not reach create_inputs"
-                            % (cid, digests[key]))
-        digests.setdefault(key, cid)
-        try:
-            json.dumps(statics)
-        except TypeError:
-            raise HarnessError("bad_task", "static args must be JSON values to be frozen: %r" % (statics,))
-        fn = entry_fn(task, ref, statics)
-        ref_fn = jax.jit(fn)
-        out = _leaves(ref_fn(*dyn))
-        outs = [_to_numpy(o) for o in out]
-        kinds, arrays, scalars = _split_inputs(dyn)
-        imeta = save_arrays(os.path.join(tests, "inputs", cid + ".npz"), arrays)
-        with open(os.path.join(tests, "inputs", cid + ".json"), "w") as f:
-            json.dump({"id": cid, "seed": seed, "config": cfg, "kinds": kinds, "inputs": imeta,
-                       "scalars": scalars, "statics": statics}, f)
-        ometa = save_arrays(os.path.join(tests, "expected", cid + ".npz"), outs)
-        with open(os.path.join(tests, "expected", cid + ".json"), "w") as f:
-            json.dump({"id": cid, "outputs": ometa}, f)
-        cases.append({"id": cid, "seed": seed, "config": cfg, "heldout": held,
-                      "shapes": [m["shape"] for m in imeta], "output_shapes": [m["shape"] for m in ometa]})
-    with open(os.path.join(tests, "cases.json"), "w") as f:
+                            % (entry["id"], digests[key]))
+        digests.setdefault(key, entry["id"])
+        cases.append(entry)
+    with open(os.path.join(a.tests, "cases.json"), "w") as f:
         json.dump({"task": task["name"], "format": task["format"], "cases": cases,
                    "tolerance": task["tolerance"], "dtype": a.dtype, "device": device_info(jax),
-                   "test_scale": cap, "scaled_config": scaled or {},
+                   "test_scale": record, "scaled_config": record["config"],
                    "harness_version": HARNESS_VERSION}, f, indent=1)
-    n = write_manifest(tests)
-    return {"status": "ok", "cases": cases, "files": n, "warnings": warnings, "test_scale": cap,
-            "scaled_config": scaled or {},
-            "manifest_sha": sha256_file(os.path.join(tests, MANIFEST))}
+    n = write_manifest(a.tests)
+    return {"status": "ok", "cases": cases, "files": n, "warnings": warnings, "test_scale": record,
+            "scaled_config": record["config"], "manifest_sha": sha256_file(os.path.join(a.tests, MANIFEST))}
 
 
 def cmd_verify(a):
     """Check the manifest (no JAX): the idempotent half of freeze."""
     files = verify_manifest(a.tests)
     info = read_cases(a.tests)
-    return {"status": "ok", "cases": info.get("cases", []), "files": len(files),
+    return {"status": "ok", "cases": info.get("cases", []), "files": len(files), "test_scale": info.get("test_scale"),
             "manifest_sha": sha256_file(os.path.join(a.tests, MANIFEST))}
 
 
@@ -1717,7 +1711,8 @@ def _candidate_compiled(task, a):
             return None, args, {"status": "compile_error", "phase": "import", "kind": "import",
                                 "message": "kernel.py does not define %s(); it must match: %s"
                                            % (task["entry"], task["signature"])}
-        compiled, times = lower_checked(jax, fn, args, a, mode, _bench_case(a))
+        with config_scope(mod, _case_config(a), strict=False):
+            compiled, times = lower_checked(jax, fn, args, a, mode, _bench_case(a))
     except CandidateRejected as e:
         return None, args, {"status": "rejected", "message": "kernel.py breaks the rules: %s" % e}
     except CandidateError as e:
@@ -1757,11 +1752,13 @@ def cmd_run(a):
             return {"status": "compile_error", "phase": "import", "kind": "import",
                     "message": "kernel.py does not define %s()" % task["entry"]}
         # Cases of the same shapes (the seeds) share one executable.
+        cfg = read_case(a.tests, cid).get("config")
         sig = json.dumps([[list(x.shape), str(x.dtype)] if hasattr(x, "shape") else repr(x) for x in args]
-                         + [repr(statics)])
+                         + [repr(statics), cfg], sort_keys=True)
         try:
             if sig not in executables:
-                executables[sig], times = lower_checked(jax, fn, args, a, mode, cid)
+                with config_scope(mod, cfg, strict=False):  # the case's sizes, for a candidate reading CONFIG
+                    executables[sig], times = lower_checked(jax, fn, args, a, mode, cid)
                 own["compile_s"] += times["lower_s"] + times["compile_s"]
             compiled = executables[sig]
         except CandidateError as e:
@@ -1991,7 +1988,8 @@ def cmd_baseline(a):
         args, statics = make_inputs(task, ref, 0, None, _resolve_dtype(a.dtype))
     fn = entry_fn(task, ref, statics)
     try:
-        compiled, times = lower_and_compile(jax, fn, args)
+        with config_scope(ref, _case_config(a)):
+            compiled, times = lower_and_compile(jax, fn, args)
     except CandidateError as e:
         raise HarnessError("bad_task", "the reference does not compile: " + error_text(e.exc))
     t = time_compiled(jax, compiled, args, "jit_mk_reference", a.warmup, a.iters, not a.no_trace,
@@ -2074,8 +2072,9 @@ def build_parser():
     s.add_argument("--seeds", default="0,1", help="search seeds; 0 = the task's own inputs")
     s.add_argument("--heldout", default="1001", help="held-out seeds")
     s.add_argument("--test-scale", default=os.environ.get("MK_PALLAS_TEST_SCALE") or "auto",
-                   help="shrink CONFIG's sizes above this cap for the test cases: auto (%d on a CPU backend, "
-                        "off on a device), off, or a number" % TEST_SCALE_CAP)
+                   help="test sizes: auto (search from the largest size at about %d on a CPU backend; the "
+                        "task's own on a device), off, or that size" % TEST_SCALE_TARGET)
+    s.add_argument("--scale-factor", type=int, help="freeze at exactly this scale factor (no search)")
     s = add("verify", cmd_verify, task=False)
     s.add_argument("--tests", required=True, help="frozen tests directory")
     add("compile", cmd_compile, candidate=True, tests=False)
@@ -2149,6 +2148,57 @@ def watch_engine(fd=2, period_s=0.5):
     return True
 
 
+PHASE = {"now": ""}  # what the step is doing, for the limit messages
+
+
+def rss_mb():
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1048576.0
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def peak_rss_mb():
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def start_limits(out, step, mem_mb, time_s):
+    """End the step with one clear JSON error (kind memory_limit or
+    time_limit, exit 3) when its resident memory passes mem_mb MiB or it runs
+    past time_s seconds ($MK_PALLAS_MEM_MB, $MK_PALLAS_TIME_S; 0 = none).
+    No RLIMIT_AS: JAX reserves far more address space than it uses."""
+    import threading
+    if not mem_mb and not time_s:
+        return
+    end = time.monotonic() + time_s if time_s else None
+
+    def watch():
+        while True:
+            time.sleep(0.05)
+            used = rss_mb()
+            if mem_mb and used > mem_mb:
+                kind, why = "memory_limit", "used %.0f MiB, over its limit of %d MiB" % (used, mem_mb)
+            elif end and time.monotonic() > end:
+                kind, why = "time_limit", "ran past its limit of %g s" % time_s
+            else:
+                continue
+            msg = "harness %s %s%s" % (step, why, " while " + PHASE["now"] if PHASE["now"] else "")
+            out.write(json.dumps({"status": "error", "command": step, "error": {"kind": kind, "message": msg},
+                                  "peak_rss_mb": max(used, peak_rss_mb())}) + "\n")
+            out.flush()
+            os._exit(3)
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _env_number(name):
+    try:
+        return float(os.environ.get(name) or 0)
+    except ValueError:
+        return 0.0
+
+
 def main(argv=None):
     # Candidate code may print: keep the real stdout for our one JSON object
     # and send everything else (fd 1 included) to stderr.
@@ -2163,6 +2213,7 @@ def main(argv=None):
         out.flush()
         return 2 if e.code else 0
     code = 0
+    start_limits(out, args.cmd, _env_number("MK_PALLAS_MEM_MB"), _env_number("MK_PALLAS_TIME_S"))
     try:
         res = args.fn(args)
     except HarnessError as e:
@@ -2173,6 +2224,7 @@ def main(argv=None):
         code = 3
     res.setdefault("command", args.cmd)
     res["harness_version"] = HARNESS_VERSION
+    res["peak_rss_mb"] = peak_rss_mb()
     out.write(json.dumps(_clean(res), default=_json_default) + "\n")
     out.flush()
     return code

@@ -32,7 +32,9 @@ M.env = nil
 M.last_runner = nil -- "proc" or "popen": which path ran the last harness call (tests)
 
 function M.default_python()
-  local venv = home.path(".venv/bin/python")
+  -- .venv may be a link to a shared environment: the sandbox shows its
+  -- real directory, so name the interpreter by it
+  local venv = (fs.realpath(home.path(".venv")) or home.path(".venv")) .. "/bin/python"
   if fs.exists(venv) then return venv end
   return "python3"
 end
@@ -506,6 +508,7 @@ function M.freeze(task, tests_dir, opts)
     return {
       status = r.status == "ok" and "ok" or "error", cases = cases_of(r.cases), manifest = manifest,
       manifest_sha = r.manifest_sha, fresh = false, message = r.message, wall_s = r.wall_s, kind = r.kind,
+      test_scale = r.test_scale,
     }
   end
   fs.mkdirs(tests_dir)
@@ -563,7 +566,8 @@ end
 function M.larger_scales(task, tests_dir)
   local info = read_json(tests_dir .. "/cases.json")
   local out = {}
-  local f = type(info.scale) == "table" and math.tointeger(info.scale.factor)
+  local rec = type(info.test_scale) == "table" and info.test_scale or type(info.scale) == "table" and info.scale
+  local f = rec and math.tointeger(rec.factor)
   if f then
     while f > 1 do
       f = f // 2

@@ -45,7 +45,6 @@ def have(mod):
 
 HAVE_NUMPY = have("numpy")
 HAVE_JAX = have("jax")
-HAVE_YAML = have("yaml")
 _skips = []
 
 
@@ -168,36 +167,38 @@ class TestLoad(unittest.TestCase):
 
 
 class TestYaml(unittest.TestCase):
-    TEXT = ("task_id: 41k_Gemm_Add_ReLU\n"
-            "description: Kernel task for 41k\n"
+    TEXT = ("task_id: 41k_Gemm_Add_ReLU  # a comment\n"
             "input_gen_code: |-\n"
             "  def get_inputs(dtype=jnp.float32):\n"
-            "      x = 1\n"
-            "\n"
-            "      return [x], []\n"
+            "      return [1], []\n"
             "rtol: [0.01, 0.1]\n"
-            "atol:\n"
-            "  - 1.0e-2\n"
-            "  - 0.5\n"
-            "flag: true\n")
+            "atol: 1e3\n")
 
-    def test_minimal_parser_reads_block_scalars_and_lists(self):
-        d = H.parse_yaml_minimal(self.TEXT)
-        self.assertEqual(d["task_id"], "41k_Gemm_Add_ReLU")
-        self.assertEqual(d["input_gen_code"],
-                         "def get_inputs(dtype=jnp.float32):\n    x = 1\n\n    return [x], []")
-        self.assertEqual(d["rtol"], [0.01, 0.1])
-        self.assertEqual(d["atol"], [0.01, 0.5])
-        self.assertIs(d["flag"], True)
-
-    @skip_unless(HAVE_YAML, "python3-yaml not importable: cannot cross-check the minimal YAML parser")
-    def test_minimal_parser_agrees_with_pyyaml(self):
+    def test_kernel_task_yaml_is_read_by_pyyaml(self):
         import yaml
-        self.assertEqual(H.parse_yaml_minimal(self.TEXT), yaml.safe_load(self.TEXT))
+        d = H.parse_yaml(self.TEXT)
+        self.assertEqual(d, yaml.safe_load(self.TEXT))
+        self.assertEqual(d["task_id"], "41k_Gemm_Add_ReLU")  # the comment is not part of the value
+        self.assertEqual(d["atol"], "1e3")  # YAML 1.1: a float needs a dot; PyYAML's reading, not a guess
 
-    def test_minimal_parser_rejects_what_it_cannot_read(self):
-        with self.assertRaises(H.HarnessError):
-            H.parse_yaml_minimal("  indented: at top\n")
+    def test_without_pyyaml_the_error_says_so(self):
+        saved = sys.modules.get("yaml")
+        sys.modules["yaml"] = None  # `import yaml` raises ImportError
+        try:
+            with self.assertRaises(H.HarnessError) as cm:
+                H.parse_yaml(self.TEXT)
+        finally:
+            if saved is None:
+                sys.modules.pop("yaml", None)
+            else:
+                sys.modules["yaml"] = saved
+        self.assertEqual(cm.exception.kind, "no_yaml")
+        self.assertIn("PyYAML", cm.exception.message)
+
+    def test_invalid_yaml_is_a_bad_task(self):
+        with self.assertRaises(H.HarnessError) as cm:
+            H.parse_yaml("a: [1, 2\n")
+        self.assertEqual(cm.exception.kind, "bad_task")
 
 
 class TestTunables(unittest.TestCase):
@@ -587,8 +588,10 @@ class TestEndToEnd(unittest.TestCase):
             r, _, err = run_harness("freeze", "--task", task, "--tests", os.path.join(d, "tests"),
                                     "--seeds", "0,1", "--heldout", "")
             self.assertEqual(r["status"], "ok", err[-2000:])
-            self.assertEqual(len(r["warnings"]), 1)
-            self.assertIn("case s1 has the same inputs as case s0", r["warnings"][0])
+            self.assertEqual(len(r["warnings"]), 2, r["warnings"])
+            # no size to scale: its own sizes are frozen, with what they cannot test said
+            self.assertIn("the reference's output is constant: these tests cannot tell", r["warnings"][0])
+            self.assertIn("case s1 has the same inputs as case s0", r["warnings"][1])
 
     def test_maxkernel_task_end_to_end_with_static_args(self):
         task = os.path.join(TASKS, "tiny_maxkernel")
@@ -604,20 +607,114 @@ class TestEndToEnd(unittest.TestCase):
 # Real Pallas kernels in TPU interpret mode (the CPU default)
 # ---------------------------------------------------------------------------
 
-class TestTestScale(unittest.TestCase):
-    def test_sizes_shrink_keeping_their_power_of_two_factor(self):
-        self.assertEqual(H.scale_size(8192, 256), 256)
-        self.assertEqual(H.scale_size(28672, 256), 256)   # 7 * 4096
-        self.assertEqual(H.scale_size(14336, 256), 256)
-        self.assertEqual(H.scale_size(1000, 256), 200)    # keeps the factor 8
-        self.assertEqual(H.scale_size(128, 256), 128)     # small sizes stay
-        self.assertEqual(H.scale_size(32768 * 3, 512), 512)
+SC = H._scaling()
 
-    def test_only_integer_sizes_above_the_cap_are_overridden(self):
-        cfg = {"name": "x", "rows": 8192, "cols": 4096, "heads": 32, "eps": 1e-5, "atol": 1e-3,
-               "causal": True, "seed": 100000}
-        self.assertEqual(H.scale_config(cfg, 256), {"rows": 256, "cols": 256})
-        self.assertEqual(H.scale_config(cfg, None), {})
+
+class TestTestScale(unittest.TestCase):
+    """Size symbols, factors and the resized inputs function (no JAX)."""
+    SOURCE = (
+        "CONFIG = {'name': 'x', 'rows': 8192, 'heads': 8, 'eps': 1e-5, 'seed': 100000, 'rope_theta': 10000}\n"
+        "def create_inputs(dtype=None):\n"
+        "    key = jax.random.key(4096)\n"
+        "    ks = jax.random.split(key, 64)\n"
+        "    batch, width = 512, 1024\n"
+        "    height = depth = 32\n"
+        "    seed = 2048\n"
+        "    L = {'seq': 2048, 'base': 5000}\n"
+        "    return (batch, width, height, depth, (4096, 300), L['seq'], 6)\n"
+        "def workload(x):\n"
+        "    return x.reshape(-1, 300)\n")
+
+    def test_symbols_are_sizes_written_in_config_or_the_inputs_function(self):
+        syms = SC.symbols(self.SOURCE, "create_inputs", {"rows": 8192, "heads": 8, "eps": 1e-5, "seed": 100000,
+                                                         "rope_theta": 10000}, "workload")
+        self.assertEqual(syms["config"], {"rows": 8192})  # heads <= FLOOR; eps, seed, theta are not sizes
+        # keys and key counts, `seed = ...`, non-size dict entries and small
+        # literals are not symbols; 300 is written by the workload: pinned
+        self.assertEqual(syms["inputs"], {"batch": 512, "width": 1024, "height": 32, "depth": 32,
+                                          "CONFIG['seq']": 2048, "#4096": 4096})
+        self.assertEqual(syms["pinned"], {"#300": 300})
+
+    def test_sizes_scale_by_one_factor_never_below_the_floor(self):
+        self.assertEqual([SC.scaled(v, 16) for v in (8192, 1000, 24, 8, 3)], [512, 62, 8, 8, 3])
+        p = SC.plan({"config": {"rows": 8192, "cols": 64}, "inputs": {"#4096": 4096}, "pinned": {}}, 32)
+        self.assertEqual(p["config"], {"rows": 256, "cols": 8})
+        self.assertEqual(p["inputs"], {"#4096": 128})
+
+    def test_factors_go_from_small_sizes_to_the_tasks_own_then_smaller(self):
+        syms = {"config": {"rows": 8192}, "inputs": {}}
+        self.assertEqual(SC.factors(syms, 256), [32, 16, 8, 4, 2, 1, 64, 128, 256, 512, 1024])
+        self.assertEqual(SC.factors({"config": {}, "inputs": {}}, 256), [1])
+
+    def test_the_inputs_function_is_rebuilt_with_the_scaled_sizes(self):
+        ns = {"jax": type("J", (), {"random": type("R", (), {"key": staticmethod(lambda k: k),
+                                                              "split": staticmethod(lambda k, n: n)})})}
+        fn = SC.scaled_inputs_fn(self.SOURCE, "t.py", "create_inputs",
+                                 {"batch": 16, "height": 8, "#4096": 128, "CONFIG['seq']": 64}, ns)
+        # height = depth = 32 is one written number: both names follow it
+        self.assertEqual(fn(), (16, 1024, 8, 8, (128, 300), 64, 6))
+
+
+class TestScaleChosen(unittest.TestCase):
+    """Each failure class of one-cap-per-entry scaling, with the project's
+    own tasks (tests/python/tasks/scale_*): related sizes, a mask built
+    from CONFIG, a Python size among the inputs, sizes written in
+    create_inputs, a reference that no scale makes testable, limits."""
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="mk-pallas-scale-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
+
+    def freeze(self, name, *extra, env=None):
+        tests = os.path.join(self.tmp, name + "-".join(extra))
+        r, code, err = run_harness("freeze", "--task", os.path.join(TASKS, name), "--tests", tests,
+                                   "--seeds", "0", "--heldout", "", *extra, env=env)
+        return r, code, err, tests
+
+    def frozen_and_passes(self, name):
+        r, _, err, tests = self.freeze(name)
+        self.assertEqual(r["status"], "ok", "%r %s" % (r, err[-2000:]))
+        cand = os.path.join(TASKS, name, "baseline.py")
+        t, _, err = run_harness("test", "--task", os.path.join(TASKS, name), "--candidate", cand, "--tests", tests)
+        self.assertEqual(t["status"], "ok", "the reference as a candidate: %r %s" % (t, err[-2000:]))
+        return r
+
+    def test_related_sizes_shrink_together(self):
+        r = self.frozen_and_passes("scale_related")
+        self.assertEqual(r["test_scale"]["factor"], 8)  # width 2048 -> 256
+        self.assertEqual(r["scaled_config"], {"tokens": 128, "width": 256, "latent": 64, "pos": 8})
+        self.assertEqual(r["cases"][0]["shapes"], [[2, 128, 256], [256, 72], [64, 256]])
+
+    def test_a_mask_built_from_config_follows_the_case(self):
+        r = self.frozen_and_passes("scale_mask")
+        self.assertEqual(r["cases"][0]["shapes"][0], [4, 256, 8])  # seq 2048 and dim 64, both /8
+        self.assertEqual(r["cases"][0]["output_shapes"], [[4, 256, 8]])
+
+    def test_a_python_size_among_the_inputs_is_static(self):
+        r = self.frozen_and_passes("scale_groups")
+        self.assertEqual(r["cases"][0]["shapes"], [[256, 64], [8, 64, 32], [8]])  # rows 4096/16, 8 groups
+
+    def test_sizes_written_in_create_inputs_scale_and_the_workloads_own_stay(self):
+        r = self.frozen_and_passes("scale_literals")
+        ts = r["test_scale"]
+        self.assertEqual(ts["inputs"], {"rows": 256, "cols": 64})
+        self.assertEqual(ts["pinned"], {"hidden": 2048, "#2048": 2048})
+        self.assertEqual(r["cases"][0]["shapes"], [[256, 64], [64, 2048], [2048]])
+
+    def test_no_testable_scale_is_one_clear_error(self):
+        r, code, err, _ = self.freeze("scale_constant")
+        self.assertEqual((code, r["status"], r["error"]["kind"]), (3, "error", "cannot_freeze"))
+        self.assertIn("scale_constant cannot be frozen at any test scale", r["error"]["message"])
+        self.assertIn("the reference's output is constant", r["error"]["message"])
+        self.assertNotIn("Traceback", r["error"]["message"])
+
+    def test_memory_and_time_limits_end_the_step_with_one_message(self):
+        r, code, _, _ = self.freeze("scale_mask", env={"MK_PALLAS_MEM_MB": "40"})
+        self.assertEqual((code, r["status"], r["error"]["kind"]), (3, "error", "memory_limit"))
+        self.assertRegex(r["error"]["message"], r"^harness freeze used \d+ MiB, over its limit of 40 MiB")
+        r, code, _, _ = self.freeze("scale_mask", env={"MK_PALLAS_TIME_S": "0.5"})
+        self.assertEqual((code, r["error"]["kind"]), (3, "time_limit"))
+        self.assertIn("ran past its limit of 0.5 s", r["error"]["message"])
 
 
 class TestPallasKernels(unittest.TestCase):
@@ -653,19 +750,27 @@ class TestPallasKernels(unittest.TestCase):
         return r
 
     def test_cpu_freeze_is_test_scaled_and_keeps_the_extra_configs(self):
-        self.assertEqual(self.frozen["test_scale"], 256)
+        ts = self.frozen["test_scale"]
+        self.assertEqual((ts["factor"], ts["target"]), (16, 256))  # 4096 / 16 = 256
         self.assertEqual(self.frozen["scaled_config"], {"rows": 256, "cols": 256})
         shapes = {c["id"]: c["shapes"] for c in self.frozen["cases"]}
         self.assertEqual(shapes["s0"], [[256, 256], [256]])
         self.assertEqual(shapes["c0"], [[37, 256], [256]])
         self.assertEqual(shapes["c1"], [[1, 1024], [1024]])
 
-    def test_test_scale_off_keeps_the_tasks_own_shapes(self):
+    def test_a_smaller_test_scale_target(self):
         tests = os.path.join(self.tmp, "unscaled")
         r, _, _ = run_harness("freeze", "--task", self.tiny, "--tests", tests, "--seeds", "0", "--heldout", "",
                               "--test-scale", "8")
         self.assertEqual(r["scaled_config"], {"rows": 8, "cols": 8})
         self.assertEqual(r["cases"][0]["shapes"], [[8, 8], [8]])
+
+    def test_test_scale_off_keeps_the_tasks_own_shapes_with_no_search(self):
+        tests = os.path.join(self.tmp, "own")
+        r, _, _ = run_harness("freeze", "--task", self.tiny, "--tests", tests, "--seeds", "0", "--heldout", "",
+                              "--test-scale", "off")
+        self.assertEqual((r["test_scale"]["factor"], r["test_scale"]["tried"]), (1, []))
+        self.assertEqual(r["cases"][0]["shapes"], [[16, 128], [128]])
 
     def test_rows_kernel_is_correct_in_tpu_interpret_mode(self):
         r = self.run_bank("pallas_rows.py")
@@ -723,25 +828,23 @@ class TestPallasKernels(unittest.TestCase):
 
 class TestSuiteReferences(unittest.TestCase):
     """Item: every JAXBench-layout task of the suite freezes (test-scaled on
-    the CPU) and passes its own reference, used as a candidate, in well
-    under a minute."""
+    the CPU) and passes its own reference, used as a candidate. (How long
+    that takes is measured by `mkengine suite check`, BENCHMARKS.md, not
+    asserted here: a loaded CI machine would fail a timed test.)"""
 
     def test_each_suite_reference_passes_as_a_candidate(self):
         names = sorted(d for d in os.listdir(SUITE) if os.path.isdir(os.path.join(SUITE, d)))
         self.assertGreaterEqual(len(names), 5)
-        import time
         for n in names:
             task = os.path.join(SUITE, n)
             with tempfile.TemporaryDirectory(prefix="mk-pallas-suite-") as d:
-                t0 = time.time()
                 tests = os.path.join(d, "tests")
                 r, _, err = run_harness("freeze", "--task", task, "--tests", tests, "--seeds", "0", "--heldout", "")
                 self.assertEqual(r["status"], "ok", (n, r, err[-1500:]))
-                self.assertEqual(r["test_scale"], 256, n)
+                self.assertEqual(r["test_scale"]["target"], 256, n)
                 r, _, err = run_harness("test", "--task", task, "--candidate", os.path.join(task, "baseline.py"),
                                         "--tests", tests)
                 self.assertEqual(r["status"], "ok", (n, r, err[-1500:]))
-                self.assertLess(time.time() - t0, 60, n)
 
 
 class TestSuiteBanks(unittest.TestCase):

@@ -8,14 +8,14 @@
 --- run), it is returned without calling fn. Randomness comes from
 --- `ctx:rng(key)`, so a re-executed strategy makes the same choices and
 --- reaches the same keys.
-local task_lib = require "mk.services.task"
-local infra = require "mk.eval.infra"
-local rng_lib = require "mk.services.rng"
-local targets = require "mk.eval.targets"
-local template = require "mk.services.template"
-local fs = require "mk.fs"
-local util = require "mk.services.util"
-local ask = require "mk.search.ask"
+local task_lib = require("mk.services.task")
+local infra = require("mk.eval.infra")
+local rng_lib = require("mk.services.rng")
+local targets = require("mk.eval.targets")
+local template = require("mk.services.template")
+local fs = require("mk.fs")
+local util = require("mk.services.util")
+local ask = require("mk.search.ask")
 
 --- What a strategy's `run(ctx)` receives (docs/strategies.md); for editors.
 ---@class mk.ctx
@@ -130,7 +130,7 @@ local TERMINAL = { auth = true, quota = true, bad_request = true, cache_miss = t
 --- Build a context. Fields of o: task, graph, run (rundir), eval, llm
 --- (client), opts (strategy options), seed, budget (may be nil),
 --- log (function(fmt, ...)), agents (the sub-agents: a table with a
---- module for each of M.AGENTS, as `require "agents"` returns, and
+--- module for each of M.AGENTS, as `require("agents")` returns, and
 --- optionally `defaults`, the agents' settings read by ctx:setting; handed
 --- in, never required here, so the search floor does not reach up), prior
 --- (what earlier sessions of a resumed run spent, mk.search.ledger.read:

@@ -1,0 +1,337 @@
+"""The test scale of a Pallas task: sizes small enough to check kernels on a
+CPU, chosen per task by running its reference (docs/targets/pallas.md,
+"Test scale").
+
+A task's sizes live in its module `CONFIG`, in a `CONFIG` dict local to its
+inputs function (MaxKernel's get_inputs), or as integers written in the
+inputs function itself (`batch_size, n = 128, 64`, `(4096, 8192)`). Each is
+a *size symbol*. One common factor f divides them all (never below FLOOR);
+sizes the task derives from them (`kv_lora_rank + rope_dim`, `M // G`) are
+recomputed by the task's own code, so related sizes stay related. The
+search tries factors from the smallest sizes towards the task's own and
+keeps the first at which the reference runs within the limits and gives a
+non-trivial output (finite, not constant, and changed when its largest
+input changes). Parsing and planning need no JAX; choose() runs it.
+"""
+
+import ast
+import re
+
+FLOOR = 8          # no size scales below this (nor do sizes at or below it change)
+TARGET = 256       # the first factor tried brings the largest size to about this
+START_FLOPS = 2e9      # FLOPs of one reference call at the first scale accepted...
+FLOP_BUDGET = 2e10     # ... and at a larger one, tried when smaller sizes give a trivial output
+FULL_FLOP_BUDGET = 1e12  # ... of a task with no sizes to scale (its own sizes are the only choice)
+SCALED_INPUT_BYTES = 256 << 20  # inputs of one case at a scaled (f > 1) scale
+SEARCH_S = 240     # seconds of search; no new factor is tried after them
+
+# Integer entries that are not sizes (tolerances, seeds, constants of the math).
+NOT_SIZE = re.compile(r"seed|tol|eps|theta|rate|prob|dropout|scale|factor|value|alpha|beta|temp|base|^p$|_p$",
+                      re.I)
+INDEPENDENT = "the output does not change when the largest input does"
+# Calls whose integer arguments are keys or counts of keys, never sizes.
+KEY_CALLS = ("key", "PRNGKey", "split", "fold_in", "seed")
+
+
+def is_size(name, v):
+    return isinstance(v, int) and not isinstance(v, bool) and v > FLOOR and not NOT_SIZE.search(str(name))
+
+
+def scaled(v, f):
+    """The size v at factor f: v // f, never below FLOOR (sizes at or below
+    FLOOR stay)."""
+    if f <= 1 or v <= FLOOR:
+        return v
+    return max(FLOOR, v // f)
+
+
+# ---------------------------------------------------------------- symbols
+
+def _function(tree, name):
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return node
+    return None
+
+
+def _call_name(node):
+    f = node.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+
+
+def _assign_names(node):
+    """(name, Constant) pairs of `a = 5`, `a = b = 5` and `a, b = 5, 6`."""
+    out = []
+    for t in node.targets:
+        if isinstance(t, ast.Name) and isinstance(node.value, ast.Constant):
+            out.append((t.id, node.value))
+        elif (isinstance(t, ast.Tuple) and isinstance(node.value, ast.Tuple)
+              and len(t.elts) == len(node.value.elts)):
+            out += [(n.id, v) for n, v in zip(t.elts, node.value.elts)
+                    if isinstance(n, ast.Name) and isinstance(v, ast.Constant)]
+    return out
+
+
+def _dict_entries(node):
+    """(CONFIG['key'], Constant) pairs of a local `CONFIG = {...}` literal."""
+    if not (isinstance(node.value, ast.Dict) and any(isinstance(t, ast.Name) for t in node.targets)):
+        return []
+    return [("CONFIG[%r]" % k.value, v) for k, v in zip(node.value.keys, node.value.values)
+            if isinstance(k, ast.Constant) and isinstance(k.value, str) and isinstance(v, ast.Constant)
+            and is_size(k.value, v.value)]
+
+
+def _key_constants(fn):
+    """Constants under calls of KEY_CALLS (jax.random.key(42), split(k, 8))."""
+    ids = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and _call_name(node) in KEY_CALLS:
+            ids.update(id(c) for c in ast.walk(node) if isinstance(c, ast.Constant))
+    return ids
+
+
+def inputs_constants(fn):
+    """The size constants written in an inputs function, as
+    [(symbol, Constant node)]: named assignments by name, local CONFIG
+    entries by key, other integers (shape literals) by value ('#4096')."""
+    out, seen = [], set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            pairs = _dict_entries(node) or [(n, c) for n, c in _assign_names(node) if is_size(n, c.value)]
+            for name, c in pairs:
+                out.append((name, c))
+                seen.add(id(c))
+            if isinstance(node.value, ast.Dict):
+                seen.update(id(c) for c in ast.walk(node.value) if isinstance(c, ast.Constant))
+            seen.update(id(c) for n, c in _assign_names(node))  # a non-size name is never scaled
+    skip = _key_constants(fn) | seen
+    for node in ast.walk(fn):
+        if (isinstance(node, ast.Constant) and id(node) not in skip and is_size("", node.value)):
+            out.append(("#%d" % node.value, node))
+    return out
+
+
+def pinned_values(tree, entry):
+    """Sizes the computation itself writes down (`num_groups = 64`,
+    `reshape(-1, 4096)`): a size symbol of the same value keeps it."""
+    fn = _function(tree, entry)
+    if fn is None:
+        return set()
+    return {c.value for c in ast.walk(fn) if isinstance(c, ast.Constant) and is_size("", c.value)}
+
+
+def symbols(source, inputs_fn, config, entry=None):
+    """Size symbols of a task: {"config": {key: v}, "inputs": {symbol: v},
+    "pinned": {symbol: v}} (pinned: not scaled, see pinned_values)."""
+    tree = ast.parse(source)
+    pins = pinned_values(tree, entry) if entry else set()
+    out = {"config": {}, "inputs": {}, "pinned": {}}
+    for k, v in (config or {}).items():
+        if is_size(k, v):
+            out["pinned" if v in pins else "config"][k] = v
+    fn = _function(tree, inputs_fn)
+    for name, c in (inputs_constants(fn) if fn is not None else []):
+        out["pinned" if c.value in pins else "inputs"][name] = c.value
+    return out
+
+
+def plan(syms, f):
+    """The sizes at factor f: {"factor", "config": overrides, "inputs": {symbol: v}}
+    (only the symbols that change)."""
+    out = {"factor": f, "config": {}, "inputs": {}, "pinned": syms.get("pinned", {}),
+           "symbols": len(syms["config"]) + len(syms["inputs"])}
+    for part in ("config", "inputs"):
+        for k, v in syms[part].items():
+            if scaled(v, f) != v:
+                out[part][k] = scaled(v, f)
+    return out
+
+
+def factors(syms, target=TARGET):
+    """Factors to try, in order: from the one that brings the largest size to
+    about `target` down to 1 (the task's own sizes), then larger ones (only
+    reached when the smaller sizes cost too much)."""
+    values = list(syms["config"].values()) + list(syms["inputs"].values())
+    top = max(values or [1])
+    f0 = 1
+    while top // (f0 * 2) >= max(target, 1):
+        f0 *= 2
+    down = [f0 >> i for i in range(f0.bit_length())]
+    up, f = [], f0 * 2
+    while top // f >= FLOOR:
+        up.append(f)
+        f *= 2
+    return down + up
+
+
+def scaled_inputs_fn(source, filename, inputs_fn, sizes, namespace):
+    """The task's inputs function with its written sizes replaced by `sizes`
+    ({symbol: v}), compiled in `namespace` (the reference module's globals)."""
+    tree = ast.parse(source, filename=filename)
+    fn = _function(tree, inputs_fn)
+    for name, c in inputs_constants(fn):
+        if name in sizes:
+            c.value = sizes[name]
+    mod = ast.Module(body=[fn], type_ignores=[])
+    ns = dict(namespace)
+    exec(compile(mod, filename, "exec"), ns)  # the task's own function, resized
+    return ns[inputs_fn]
+
+
+# ------------------------------------------------------- the search (JAX)
+
+class Attempt:
+    """One factor tried: `reason` says why it was refused (None = chosen)."""
+
+    def __init__(self, f, p):
+        self.f, self.plan, self.reason, self.inputs_fn = f, p, None, None
+        self.flops, self.call_s, self.input_bytes = None, None, None
+        self.too_big = False  # refused for its cost: larger sizes are not tried
+        self.unscalable = f == 1 and not p["symbols"]  # its own sizes are the only choice
+        self.warning = None
+
+    def record(self):
+        out = {"factor": self.f, "flops": self.flops, "call_s": self.call_s, "input_bytes": self.input_bytes}
+        if self.reason:
+            out["refused"] = self.reason
+        return out
+
+
+def _input_bytes(h, jax, task, ref, dtype, fn):
+    """Bytes of the inputs at this scale, from their shapes alone (nothing is
+    allocated); None when the inputs function cannot be traced abstractly."""
+    def arrays():
+        return [x for x in h.make_inputs(task, ref, 0, None, dtype, fn)[0] if hasattr(x, "shape")]
+    try:
+        return int(sum(s.size * s.dtype.itemsize for s in jax.tree_util.tree_leaves(jax.eval_shape(arrays))))
+    except Exception:  # a concrete-only inputs function: its inputs are measured when made
+        return None
+
+
+def _flops(lowered):
+    try:
+        ca = lowered.cost_analysis()
+    except Exception:  # no cost analysis on this backend: no FLOP budget
+        return None
+    if isinstance(ca, (list, tuple)):
+        ca = ca[0] if ca else {}
+    return float((ca or {}).get("flops", 0) or 0) or None
+
+
+def _trivial(np, outs):
+    """Why the reference's outputs cannot tell a right kernel from a wrong
+    one (None when they can)."""
+    floats = [np.asarray(o, dtype=np.float64) for o in outs if np.asarray(o).size]
+    if not floats:
+        return "the reference returns no values"
+    if any(not np.isfinite(o).all() for o in floats):
+        return "the reference's output has NaN or Inf"
+    if any(o.size > 1 for o in floats) and all(o.size < 2 or float(np.ptp(o)) == 0.0 for o in floats):
+        return "the reference's output is constant"  # a scalar (a mean loss) is judged by the input change
+    return None
+
+
+def _rolled_input(jax, np, dyn):
+    """dyn with its largest non-constant float input's values permuted, or None."""
+    order = sorted((i for i, x in enumerate(dyn) if hasattr(x, "dtype") and
+                    jax.numpy.issubdtype(x.dtype, jax.numpy.floating) and x.size > 1),
+                   key=lambda i: -dyn[i].size)
+    for i in order:
+        x = dyn[i]
+        y = jax.numpy.roll(x.reshape(-1), 1).reshape(x.shape)
+        if bool(jax.numpy.any(y != x)):
+            return dyn[:i] + [y] + dyn[i + 1:]
+    return None
+
+
+def _run_reference(h, jax, task, ref, dtype, a, budget):
+    """Make the inputs and run the reference at a's scale; sets a.reason
+    when this scale is refused. Returns the outputs."""
+    np = __import__("numpy")
+    dyn, statics = h.make_inputs(task, ref, 0, None, dtype, a.inputs_fn)
+    a.input_bytes = sum(int(x.nbytes) for x in dyn if hasattr(x, "nbytes"))
+    fn = h.jit_static(jax, h.entry_fn(task, ref, statics), dyn)
+    a.flops = _flops(fn.lower(*dyn))
+    budget = FULL_FLOP_BUDGET if a.unscalable else budget
+    if a.flops and a.flops > budget:
+        a.reason, a.too_big = "%.3g FLOP a call, over the budget of %.3g" % (a.flops, budget), True
+        return None
+    t0 = h._clock()
+    outs = [h._to_numpy(o) for o in h._leaves(fn(*dyn))]
+    a.call_s = h._clock() - t0
+    a.reason = _trivial(np, outs)
+    rolled = None if a.reason else _rolled_input(jax, np, dyn)
+    if rolled is not None:
+        outs2 = [h._to_numpy(o) for o in h._leaves(fn(*rolled))]
+        if all(np.array_equal(x, y) for x, y in zip(outs, outs2)):
+            a.reason = INDEPENDENT
+    if a.reason and a.unscalable:  # its own sizes are all there is: frozen, with a warning
+        a.warning, a.reason = a.reason + ": these tests cannot tell every wrong kernel from a right one", None
+    return outs
+
+
+def try_factor(h, jax, task, ref, dtype, syms, f, max_input_bytes, budget=FLOP_BUDGET):
+    """An Attempt at factor f (its reason set when refused)."""
+    p = plan(syms, f)
+    a = Attempt(f, p)
+    h.PHASE["now"] = "running the reference at scale factor %d" % f
+    if f > 1 and not p["config"] and not p["inputs"]:
+        a.reason = "nothing to scale"
+        return a
+    try:
+        if p["inputs"]:
+            a.inputs_fn = scaled_inputs_fn(task["reference"], task["reference_file"], task["inputs_fn"],
+                                           p["inputs"], vars(ref))
+        with h.config_scope(ref, p["config"]):
+            nbytes = _input_bytes(h, jax, task, ref, dtype, a.inputs_fn)
+            limit = max_input_bytes if a.unscalable else SCALED_INPUT_BYTES
+            if nbytes and limit and nbytes > limit:
+                a.input_bytes, a.too_big = nbytes, True
+                a.reason = "inputs of %.3g MB, over the limit of %.3g MB" % (nbytes / 1e6, limit / 1e6)
+                return a
+            _run_reference(h, jax, task, ref, dtype, a, budget)
+    except h.HarnessError:
+        raise
+    except Exception as e:  # the reference fails at this scale: another is tried
+        a.reason = "the reference fails: %s: %s" % (type(e).__name__, str(e).splitlines()[0][:300] if str(e) else "")
+    return a
+
+
+def _hopeless(tried):
+    """The reference failed the same way at the last three factors: scale
+    is not what it needs."""
+    last = [a.reason for a in tried[-3:]]
+    return len(last) == 3 and last[0].startswith("the reference fails") and len(set(last)) == 1
+
+
+def choose(h, jax, task, ref, dtype, target, max_input_bytes=None, log=None):
+    """The chosen Attempt and the list of all attempts; raises
+    h.HarnessError('cannot_freeze') naming why when no factor works."""
+    syms = symbols(task["reference"], task["inputs_fn"], task.get("config"), task["entry"])
+    if not target:  # the task's own sizes (a device): nothing to choose, no budget
+        return Attempt(1, plan(syms, 1)), []
+    tried, floor, budget = [], 0, START_FLOPS
+    end = h._clock() + SEARCH_S
+    for f in factors(syms, target):
+        if f <= floor:
+            continue
+        if _hopeless(tried) or h._clock() > end:
+            break
+        a = try_factor(h, jax, task, ref, dtype, syms, f, max_input_bytes, budget)
+        if a.too_big:
+            floor = f
+        elif a.reason:
+            budget = FLOP_BUDGET  # small sizes ran but cannot test: larger ones may cost more
+        if a.reason == "nothing to scale":
+            continue
+        tried.append(a)
+        if log:
+            log("test scale: factor %d: %s" % (f, a.reason or "ok"))
+        if not a.reason:
+            return a, tried
+    ran = [a for a in tried if a.reason == INDEPENDENT]
+    if ran:  # at every size tried: a property of the task, not of its test scale
+        ran[0].warning, ran[0].reason = ran[0].reason + " at any test scale tried", None
+        return ran[0], tried
+    why = "; ".join("factor %d: %s" % (a.f, a.reason) for a in tried) or "no sizes to try"
+    raise h.HarnessError("cannot_freeze", "%s cannot be frozen at any test scale (%s)" % (task["name"], why))
