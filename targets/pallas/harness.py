@@ -1786,8 +1786,8 @@ def cmd_run(a):
                 json.dump({"outputs": ometa}, f)
         ran.append(cid)
     res = {"status": "ok", "cases": ran, "interpret": mode, **own}
-    if _CASE_HINTS:  # if `check` fails these cases, the engine re-tests at a larger scale
-        res["rescale_hint"] = "; ".join("case %s: %s" % kv for kv in _CASE_HINTS.items())
+    if _CASE_HINTS:  # if `check` fails one of these cases first, the engine re-tests at a larger scale
+        res["rescale_cases"] = dict(_CASE_HINTS)
     return res
 
 

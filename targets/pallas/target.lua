@@ -788,8 +788,15 @@ function M.test(task, build, tests_dir, opts)
     if group == "heldout" then cargs[#cargs + 1] = "--heldout-cases" end
     local c = harness("check", cargs, { timeout = M.defaults.check_timeout, pool = "light", cpu = opts.cpu })
     check_s = check_s + (c.wall_s or 0)
-    if c.status ~= "ok" and c.status ~= "error" and r.rescale_hint then
-      return { status = "rescale", reason = r.rescale_hint .. ", and the check failed: " .. tostring(c.message) }
+    local failed
+    for _, x in ipairs(c.cases or {}) do
+      if x.ok == false then failed = failed or x.case end
+    end
+    local hint = c.status ~= "ok" and c.status ~= "error" and failed and type(r.rescale_cases) == "table"
+      and r.rescale_cases[failed]
+    if hint then -- the first failing case is test-scaled and its blocks exceed its arrays
+      return { status = "rescale", reason = "case " .. failed .. ": " .. hint .. ", and the check failed: " ..
+        tostring(c.message) }
     end
     c.checked = true
     return c
