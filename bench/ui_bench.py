@@ -14,6 +14,10 @@ depth 2) with and without `--ui`, alternating, REPEATS each (default 2); with
 --ui a Chromium page is open on the run for its whole life. The figure is
 the engine process's own CPU (utime + stime of /proc/PID/stat, sampled until
 it exits: compilers and candidates are other processes and not counted).
+Runs vary by tens of percent on a loaded machine, more than the viewer
+costs; the steadier figure is the viewer's own share, which `run --ui`
+prints at its end (CPU of the viewer's Lua work and of the HTTP library,
+against the engine's os.clock()).
 """
 import os
 import re
@@ -73,25 +77,34 @@ def page(n):
     srv, url = start_viewer(["serve", run])
     d = browser()
     d.set_script_timeout(120)
-    loads, clicks = [], []
+    loads, clicks, busy, busy_click = [], [], [], []
+    d.execute_cdp_cmd("Performance.enable", {})
+
+    def task_s():  # the renderer's main thread: seconds spent running tasks (CPU-like, not waiting)
+        return {m["name"]: m["value"] for m in d.execute_cdp_cmd("Performance.getMetrics", {})["metrics"]}["TaskDuration"]
     try:
         for _ in range(3):
             t0 = time.monotonic()
             d.get(url + "run/")
             d.execute_async_script(USABLE, n)
             loads.append(time.monotonic() - t0)
+            b1 = task_s()  # the counter starts again with each document
+            busy.append(b1)
             t1 = time.monotonic()
             d.execute_async_script("""
               const done = arguments[arguments.length - 1];
               mkui.select('n%04d').then(() => done(document.querySelector('#panel pre.node-code') !== null));
             """ % (n // 2))
             clicks.append(time.monotonic() - t1)
+            busy_click.append(task_s() - b1)
     finally:
         d.quit()
         srv.kill()
         shutil.rmtree(tmp, ignore_errors=True)
     print("%d-node run, navigation to tree drawn: %s" % (n, fmt(loads, "s")))
+    print("  page main thread busy meanwhile: %s" % fmt(busy, "s"))
     print("click to a node's code shown: %s" % fmt([c * 1000 for c in clicks], "ms"))
+    print("  page main thread busy meanwhile: %s" % fmt([b * 1000 for b in busy_click], "ms"))
 
 
 def engine_cpu(pid, proc):
@@ -117,6 +130,7 @@ def one_run(ui):
     p = subprocess.Popen(args, cwd=HOME, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True)
     d = None
+    share = []
     if ui:
         for line in p.stderr:
             m = re.search(r"viewer at (http://\S+)", line)
@@ -124,14 +138,28 @@ def one_run(ui):
                 d = browser()
                 d.get(m.group(1))
                 break
-    threading.Thread(target=lambda: [None for _ in p.stderr], daemon=True).start()
+
+    def drain():
+        for line in p.stderr:
+            m = re.search(r"the viewer used (\d+) ms of CPU, ([0-9.]+) %", line)
+            if m:
+                share.append((int(m.group(1)), float(m.group(2))))
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
     t0 = time.monotonic()
     cpu = engine_cpu(p.pid, p)
     wall = time.monotonic() - t0
+    reader.join(30)
     if d:
         d.quit()
     shutil.rmtree(tmp, ignore_errors=True)
+    if ui and share:
+        print("  viewer: %d ms CPU, %.2f %% of the engine's" % share[0])
+        one_run.shares.append(share[0][1])
     return cpu, wall
+
+
+one_run.shares = []
 
 
 def cpu(repeats):
@@ -144,6 +172,8 @@ def cpu(repeats):
     print("engine CPU without the page: %s; walls %s" % (fmt([c for c, _ in plain], "s"), [round(w) for _, w in plain]))
     print("engine CPU with the page open: %s; walls %s" % (fmt([c for c, _ in viewed], "s"), [round(w) for _, w in viewed]))
     print("difference of the medians: %+.1f %%" % ((b - a) / a * 100))
+    if one_run.shares:
+        print("the viewer's own share of the engine CPU: %s" % fmt(one_run.shares, "%"))
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #define SRV_MT "mk.httpd.server"
 #define REQ_MT "mk.httpd.request"
@@ -42,6 +43,7 @@ typedef struct server {
   next_op *waiter;
   int closed;
   int handles; /* uv handles not yet closed */
+  double cpu_s; /* thread CPU spent inside MHD_run (for the viewer's cost) */
   long live;   /* requests allocated and not yet freed */
 } server;
 
@@ -82,9 +84,17 @@ static void on_poll(uv_poll_t *h, int status, int events) {
 static void on_timer(uv_timer_t *t) { srv_pump(t->data); }
 
 /* Let MHD do its work, then re-arm the timer with MHD's next deadline. */
+static double thread_cpu(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 static void srv_pump(server *s) {
   if (!s->d) return;
+  double t0 = thread_cpu();
   MHD_run(s->d);
+  s->cpu_s += thread_cpu() - t0;
   if (s->closed || uv_is_closing((uv_handle_t *)&s->timer)) return;
   MHD_UNSIGNED_LONG_LONG ms;
   if (MHD_get_timeout(s->d, &ms) == MHD_YES) uv_timer_start(&s->timer, on_timer, (uint64_t)ms, 0);
@@ -444,9 +454,11 @@ static int s_close(lua_State *L) {
 
 static int s_stats(lua_State *L) {
   server *s = check_srv(L);
-  lua_createtable(L, 0, 1);
+  lua_createtable(L, 0, 2);
   lua_pushinteger(L, s->live);
   lua_setfield(L, -2, "requests");
+  lua_pushnumber(L, s->cpu_s);
+  lua_setfield(L, -2, "cpu_s");
   return 1;
 }
 

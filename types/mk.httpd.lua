@@ -37,7 +37,7 @@ function srv:next() end
 ---@return integer port the bound port (useful with port = 0)
 function srv:port() end
 function srv:close() end
----@return {requests: integer}
+---@return {requests: integer, cpu_s: number} requests alive; CPU seconds spent in the HTTP library
 function srv:stats() end
 
 --- Listen (default 127.0.0.1, port 0 = a free one).

@@ -71,6 +71,8 @@ function M.with_ui(o)
     if server then
       require("mk.services.task").sleep(0.3) -- one more tick of the viewer: the end reaches the page
       server:close()
+      io.stderr:write(string.format("mkengine: the viewer used %.0f ms of CPU, %.2f %% of this engine's %.2f s\n",
+        server:cpu() * 1000, 100 * server:cpu() / math.max(os.clock(), 1e-9), os.clock()))
     end
     if not ok then error(res, 0) end
     return res

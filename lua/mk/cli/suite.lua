@@ -219,6 +219,10 @@ end
 
 function M.run(args)
   local sub = args[1]
+  if args[2] == "--help" or args[2] == "-h" then
+    io.stdout:write(M.usage, "\n\n", M.help, "\n")
+    return 0
+  end
   if sub ~= "check" then cli.usage_error(sub and ("unknown subcommand '" .. sub .. "'") or "expected a subcommand",
     M.usage) end
   return check({ table.unpack(args, 2) })

@@ -133,11 +133,12 @@ local function tail(self, path, off_k, part_k)
   f:close()
   local base = self[off_k] - #self[part_k]
   self[off_k] = size
+  -- lines as spans of data (a node's line holds its prompts: copy only what is decoded)
   local lines, pos = {}, 1
   while true do
     local nl = data:find("\n", pos, true)
     if not nl then break end
-    lines[#lines + 1] = { text = data:sub(pos, nl - 1), at = base + pos - 1 }
+    lines[#lines + 1] = { data = data, b = pos, e = nl - 1, at = base + pos - 1 }
     pos = nl + 1
   end
   self[part_k] = data:sub(pos)
@@ -147,8 +148,8 @@ end
 -- graph.git/nodes.jsonl: `[id, oid, parents, key, kind, status, latency_s,
 -- speedup, correct]<TAB>{...}` (mk.search.graph); the page gets the head.
 local function node_of(line)
-  local tab = line.text:find("\t", 1, true)
-  local h = tab and json.decode(line.text:sub(1, tab - 1))
+  local tab = line.data:find("\t", line.b, true)
+  local h = tab and tab <= line.e and json.decode(line.data:sub(line.b, tab - 1))
   if type(h) ~= "table" or type(h[1]) ~= "string" then return nil end
   local function v(x) return x ~= json.null and x or nil end
   return { id = h[1], oid = h[2], parents = h[3], key = v(h[4]), kind = h[5], status = h[6], latency_s = v(h[7]),
@@ -200,7 +201,7 @@ function Watch:poll()
   self.loaded = true
   for _, line in ipairs(tail(self, self.dir .. "/events.jsonl", "eoff", "epart")) do
     -- model calls and evaluations are most of the log and nothing the page shows: skip them undecoded
-    local text = line.text
+    local text = line.data:sub(line.b, line.e)
     if not (text:find('"type":"llm"', 1, true) or text:find('"type":"evaluation"', 1, true)) then
       local e = json.decode(text)
       if type(e) == "table" and type(e.type) == "string" then

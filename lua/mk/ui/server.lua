@@ -122,7 +122,9 @@ function Server:tick_loop(w)
   local idle = 0
   while #w.streams > 0 and not self.closed do
     task.sleep(M.TICK_S)
+    local c0 = os.clock()
     idle = self:tick(w) and 0 or idle + M.TICK_S
+    self.cpu_s = self.cpu_s + (os.clock() - c0)
     if idle >= M.HEARTBEAT_S then
       broadcast(w, ": still here\n\n")
       idle = 0
@@ -234,7 +236,9 @@ function Server:serve_loop()
     local req = self.srv:next()
     if not req then break end
     task.spawn(function()
+      local c0 = os.clock()
       local ok, err = pcall(self.handle, self, req)
+      self.cpu_s = self.cpu_s + (os.clock() - c0)
       if not ok then
         io.stderr:write("mkengine serve: ", tostring(err), "\n")
         pcall(fail, req, 500, "internal error: " .. tostring(err))
@@ -250,7 +254,7 @@ function M.start(o)
   local srv, err = httpd.listen { host = o.host or "127.0.0.1", port = o.port or 0 }
   if not srv then return nil, err end
   local self = setmetatable({ srv = srv, root = o.root, host = o.host or "127.0.0.1", port = srv:port(),
-    token = o.token or new_token(), watches = {}, single = o.single }, Server)
+    token = o.token or new_token(), watches = {}, single = o.single, cpu_s = 0 }, Server)
   local shown = self.host == "0.0.0.0" and "127.0.0.1" or self.host
   self.url = string.format("http://%s:%d/", shown, self.port)
   if o.single then self.url = self.url .. "run/" .. o.single end
@@ -258,7 +262,16 @@ function M.start(o)
   return self
 end
 
+--- CPU seconds the viewer cost this engine so far: its Lua work (requests,
+--- ticks) and the HTTP library's.
+function Server:cpu()
+  local st = self.srv and not self.closed and self.srv:stats()
+  self.lib_cpu_s = st and st.cpu_s or self.lib_cpu_s or 0
+  return self.cpu_s + self.lib_cpu_s
+end
+
 function Server:close()
+  self:cpu()
   self.closed = true
   for _, w in pairs(self.watches) do
     w.polls = 0 -- the last look reads run.json too: the page sees how the run ended
