@@ -396,7 +396,7 @@ function Evaluation:final_bench(build)
 end
 
 -- The verdict of a correct, benchmarked candidate against the baseline.
-function Evaluation:correct_result(br, tune)
+function Evaluation:correct_result(br, tune, build)
   local ev = self.ev
   local tb0 = task_lib.now()
   local base = ev:baseline()
@@ -408,11 +408,21 @@ function Evaluation:correct_result(br, tune)
     probes_ahead = br.probes_ahead, -- the probes' reference outputs were made before the benchmark
   }
   local fmt_s = ev.target.fmt_s or util.fmt_s
-  r.message = string.format("correct; %s per call vs baseline %s (%.2fx)%s", fmt_s(r.latency_s),
-    fmt_s(r.baseline_latency_s), r.speedup, tune and (", tuned " .. fmt_params(tune.params)) or "")
+  local tuned = tune and (", tuned " .. fmt_params(tune.params)) or ""
   if r.timing_kind == "interpret" then
-    r.message = r.message .. " [interpret timings: not kernel timings]"
-  elseif r.speedup > 20 then
+    -- an interpreter's speed against a native baseline is no speedup: none is shown (r.speedup
+    -- stays for the record; mk.study.metrics counts such a row 1.0)
+    r.message = string.format("correct; %s per call in interpret mode%s [interpret timings: not kernel timings, " ..
+      "no speedup]", fmt_s(r.latency_s), tuned)
+  else
+    r.message = string.format("correct; %s per call vs baseline %s (%.2fx)%s", fmt_s(r.latency_s),
+      fmt_s(r.baseline_latency_s), r.speedup, tuned)
+  end
+  if build and build.scale_note then -- a target that re-tested at a larger scale says which (pallas)
+    r.checked_at = build.checked_at
+    r.message = r.message .. "; " .. build.scale_note
+  end
+  if r.timing_kind ~= "interpret" and r.speedup > 20 then
     r.suspicious = true
     r.message = r.message .. "; the speedup is unusually large: the held-out check will re-verify it"
   end
@@ -449,7 +459,7 @@ function Evaluation:run(tunables, do_tune)
   if br.status ~= "ok" then
     return self:finish(fail(br.status, br.message, { tune = tune, probes_ahead = br.probes_ahead }))
   end
-  local r = self:correct_result(br, tune)
+  local r = self:correct_result(br, tune, build)
   if self.opts.profile then
     local pr, why = self:profile(build, br, r)
     if not pr then return self:finish(fail("infra", why)) end

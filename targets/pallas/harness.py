@@ -46,6 +46,7 @@ import traceback
 HARNESS_VERSION = 1
 MANIFEST = "manifest.sha256"
 STATUSES = ("ok", "compile_error", "incorrect", "timeout", "crash", "rejected")
+# ... and "rescale": no verdict at this (shrunk) test scale, see lower_checked
 
 
 class HarnessError(Exception):
@@ -261,7 +262,147 @@ ALLOWED_IMPORTS = ("jax", "jaxlib", "numpy", "functools", "math", "typing", "dat
                    "itertools", "operator", "collections", "enum", "abc", "__future__", "ml_dtypes")
 FORBIDDEN_CALLS = ("open", "exec", "eval", "compile", "__import__", "globals", "locals", "vars",
                    "setattr", "delattr", "breakpoint", "input")
+# Modules a task's own file imports at module level for its benchmark()
+# helper (MaxKernel's GEMM reference: `import time`, `import json`). Importing
+# them does nothing; using them in code that can run is refused.
+INERT_IMPORTS = ("time", "json")
 FORBIDDEN_NAMES = ("mk_reference", "workload_reference", "__builtins__", "__loader__", "__spec__")
+
+
+ENTRIES = ("workload", "computation")  # what the harness calls in a candidate
+
+
+def _is_main_guard(node):
+    """`if __name__ == "__main__":` (either operand order)."""
+    t = node.test if isinstance(node, ast.If) else None
+    if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq)):
+        return False
+    sides = [t.left, t.comparators[0]]
+    return (any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides)
+            and any(isinstance(x, ast.Constant) and x.value == "__main__" for x in sides))
+
+
+def _name_rebound(tree):
+    """Whether the candidate binds __name__ itself (then a __main__ block
+    might run on import and is screened like the rest)."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and n.id == "__name__" and not isinstance(n.ctx, ast.Load):
+            return True
+        if isinstance(n, ast.alias) and n.asname == "__name__":
+            return True
+        if isinstance(n, (ast.Global, ast.Nonlocal)) and "__name__" in n.names:
+            return True
+    return False
+
+
+def _names_in(nodes):
+    """Every identifier and string constant in the subtrees (a function may
+    be reached by name, or by a string given to getattr)."""
+    out = set()
+    for root in nodes:
+        for n in ast.walk(root):
+            if isinstance(n, ast.Name):
+                out.add(n.id)
+            elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+                out.add(n.value)
+    return out
+
+
+def _def_header(fn):
+    """The parts of a def that run when the module is imported: decorators,
+    default values, annotations."""
+    a = fn.args
+    parts = list(fn.decorator_list) + list(a.defaults) + [d for d in a.kw_defaults if d is not None]
+    parts += [x.annotation for x in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]
+              if x is not None and x.annotation is not None]
+    return parts + ([fn.returns] if fn.returns is not None else [])
+
+
+def screened_nodes(tree):
+    """The parts of a candidate that can run when the harness imports it and
+    calls its entry: module-level code (a `__main__` block excepted: the
+    module is imported under another name), and the bodies of the module's
+    functions reachable from that code or from the entry. Helpers nothing
+    reaches (a task file's benchmark(), get_flops()) never run: their
+    imports and calls are not the candidate's."""
+    skip_main = not _name_rebound(tree)
+    defs, top = {}, []
+    for st in tree.body:
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defs.setdefault(st.name, []).append(st)
+            top += _def_header(st)
+        elif skip_main and _is_main_guard(st):
+            top += [st.test] + st.orelse
+        else:
+            top.append(st)
+    reached, todo = set(), list(_names_in(top) | set(ENTRIES))
+    while todo:
+        name = todo.pop()
+        if name in reached:
+            continue
+        reached.add(name)
+        for fn in defs.get(name, []):
+            todo += list(_names_in(fn.body) - reached)
+    bodies = [st for name in reached for fn in defs.get(name, []) for st in fn.body]
+    return [n for root in top + bodies for n in ast.walk(root)]
+
+
+def _assign_violations(node, imported):
+    targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+    bad = []
+    for t in targets:
+        base = t
+        while isinstance(base, (ast.Attribute, ast.Subscript)):
+            base = base.value
+        if t is not base and isinstance(base, ast.Name) and base.id in imported:
+            bad.append("line %d: assigning into imported module %s is not allowed (no patching "
+                       "of JAX, timers or the harness)" % (node.lineno, base.id))
+    return bad
+
+
+def _imported_modules(node):
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom):
+        return [node.module or ""] if node.level == 0 else ["." * node.level + (node.module or "")]
+    return []
+
+
+def _node_violations(node, imported):
+    bad = []
+    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+        bad += _assign_violations(node, imported)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
+        name = node.args[1] if len(node.args) > 1 else None
+        if not (isinstance(name, ast.Constant) and isinstance(name.value, str)
+                and not name.value.startswith("__")):
+            bad.append("line %d: getattr() needs a constant, non-dunder attribute name" % node.lineno)
+    for m in _imported_modules(node):
+        if m.split(".", 1)[0] not in ALLOWED_IMPORTS + INERT_IMPORTS:
+            bad.append("line %d: import of %s is not allowed (allowed: %s)"
+                       % (node.lineno, m, ", ".join(ALLOWED_IMPORTS)))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
+        bad.append("line %d: call of %s() is not allowed" % (node.lineno, node.func.id))
+    if isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
+        bad.append("line %d: use of %s is not allowed" % (node.lineno, node.id))
+    if isinstance(node, ast.Attribute) and node.attr in ("__globals__", "__code__", "__subclasses__",
+                                                          "__builtins__", "__dict__"):
+        bad.append("line %d: access to .%s is not allowed" % (node.lineno, node.attr))
+    return bad
+
+
+def _inert_uses(nodes):
+    """Uses of names bound by imports of INERT_IMPORTS (allowed imported,
+    never used)."""
+    bound = {}
+    for node in nodes:
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and \
+                any(m.split(".", 1)[0] in INERT_IMPORTS for m in _imported_modules(node)):
+            for a in node.names:
+                bound[(a.asname or a.name).split(".", 1)[0]] = _imported_modules(node)[0]
+    return ["line %d: use of %s (module %s) is not allowed: it may be imported, as a task's file does for its "
+            "benchmark helper, but not used" % (n.lineno, n.id, bound[n.id])
+            for n in nodes if isinstance(n, ast.Name) and n.id in bound]
 
 
 def scan_candidate(source, filename="kernel.py"):
@@ -269,51 +410,24 @@ def scan_candidate(source, filename="kernel.py"):
     Candidates may import JAX, numpy and a few pure stdlib modules; file,
     process and introspection access (open, os, subprocess, eval, getattr...)
     and references to the task's reference module are refused: they are the
-    ways to read the expected outputs, call the reference, or patch timers."""
+    ways to read the expected outputs, call the reference, or patch timers.
+    Only code that can run is screened (screened_nodes): a task's own file,
+    with its benchmark() helper and __main__ block, is a valid candidate."""
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError:
         return []  # reported as a compile error by the import
-    bad = []
+    nodes = screened_nodes(tree)
     imported = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             imported.update((a.asname or a.name).split(".", 1)[0] for a in node.names)
         elif isinstance(node, ast.ImportFrom):
             imported.update(a.asname or a.name for a in node.names)
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-            for t in targets:
-                base = t
-                while isinstance(base, (ast.Attribute, ast.Subscript)):
-                    base = base.value
-                if t is not base and isinstance(base, ast.Name) and base.id in imported:
-                    bad.append("line %d: assigning into imported module %s is not allowed (no patching "
-                               "of JAX, timers or the harness)" % (node.lineno, base.id))
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
-            name = node.args[1] if len(node.args) > 1 else None
-            if not (isinstance(name, ast.Constant) and isinstance(name.value, str)
-                    and not name.value.startswith("__")):
-                bad.append("line %d: getattr() needs a constant, non-dunder attribute name" % node.lineno)
-        if isinstance(node, ast.Import):
-            mods = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            mods = [node.module or ""] if node.level == 0 else ["." * node.level + (node.module or "")]
-        else:
-            mods = []
-        for m in mods:
-            if m.split(".", 1)[0] not in ALLOWED_IMPORTS:
-                bad.append("line %d: import of %s is not allowed (allowed: %s)"
-                           % (node.lineno, m, ", ".join(ALLOWED_IMPORTS)))
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
-            bad.append("line %d: call of %s() is not allowed" % (node.lineno, node.func.id))
-        if isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
-            bad.append("line %d: use of %s is not allowed" % (node.lineno, node.id))
-        if isinstance(node, ast.Attribute) and node.attr in ("__globals__", "__code__", "__subclasses__",
-                                                              "__builtins__", "__dict__"):
-            bad.append("line %d: access to .%s is not allowed" % (node.lineno, node.attr))
-    return bad
+    bad = _inert_uses(nodes)
+    for node in nodes:
+        bad += _node_violations(node, imported)
+    return sorted(set(bad), key=lambda m: (int(m.split(":")[0].split()[1]), m))
 
 
 # --------------------------------------------------------------------------
@@ -889,9 +1003,73 @@ def interpret_mode(jax, mode):
     return mode
 
 
+# Entries of the race detector's vector clocks. JAX's default (2 x cores)
+# missed a race between two DMAs in flight (B's destination read after A's
+# wait, before B's); every DMA in flight needs its own entry to be ordered.
+VECTOR_CLOCK_SIZE = 16
+
+
 def tpu_interpret_params():
     from jax.experimental.pallas import tpu as pltpu
-    return pltpu.InterpretParams(detect_races=True, out_of_bounds_reads="raise", uninitialized_memory="nan")
+    return pltpu.InterpretParams(detect_races=True, out_of_bounds_reads="raise", uninitialized_memory="nan",
+                                 vector_clock_size=VECTOR_CLOCK_SIZE)
+
+
+DEFAULT_CHIP = "TPU v6 lite"  # the emulated chip's device_kind (targets/pallas/tpu_chips.lua names it)
+_EMULATED = {}
+
+
+class _EmulatedDevice:
+    """A device as a kernel asks about it in TPU interpret mode: the real
+    (CPU) device, except that it says it is the emulated TPU."""
+
+    def __init__(self, real, kind):
+        self._real, self.device_kind, self.platform, self.num_cores = real, kind, "tpu", 1
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def __repr__(self):
+        return "TpuDevice(id=%s, emulated %r on %r)" % (self._real.id, self.device_kind, self._real.device_kind)
+
+
+def _asks_for_chip(frame, candidate_path):
+    """Whether the caller is the candidate or a Pallas TPU op it uses (not
+    JAX itself, whose internals must keep seeing the CPU)."""
+    f = os.path.abspath(frame.f_code.co_filename)
+    return f == candidate_path or (os.sep + os.path.join("pallas", "ops", "tpu")) in f
+
+
+def _device_list(real_fn, kind, candidate_path):
+    def devices(*a, **k):
+        out = real_fn(*a, **k)
+        if _asks_for_chip(sys._getframe(1), candidate_path):
+            return [_EmulatedDevice(d, kind) for d in out]
+        return out
+    return devices
+
+
+def emulate_chip(jax, kind, candidate_path):
+    """TPU interpret mode runs on the CPU, where a kernel asking for its chip
+    (pltpu.get_tpu_info(), jax.devices()[0].device_kind) would get "cpu":
+    make it see the emulated TPU `kind` instead (JAX's own code still sees
+    the CPU). Idempotent within a process; an unknown kind is bad_args."""
+    from jax._src.pallas.mosaic import tpu_info
+    kind = kind or DEFAULT_CHIP
+    if tpu_info.chip_version_from_device_kind(kind) is None:
+        raise HarnessError("bad_args", "--chip %r is not a TPU device kind JAX knows (e.g. %r, 'TPU v5 lite')"
+                           % (kind, DEFAULT_CHIP))
+    if _EMULATED.get("kind") == kind:
+        return
+    _EMULATED.setdefault("devices", jax.devices)
+    _EMULATED.setdefault("local_devices", jax.local_devices)
+    _EMULATED["kind"] = kind
+    tpu_info.get_device_kind = lambda: kind
+    tpu_info.get_num_device_cores = lambda: 1
+    tpu_info.get_tpu_info.cache_clear()
+    path = os.path.abspath(candidate_path)
+    jax.devices = _device_list(_EMULATED["devices"], kind, path)
+    jax.local_devices = _device_list(_EMULATED["local_devices"], kind, path)
 
 
 def reset_tpu_interpret():
@@ -921,7 +1099,9 @@ class _Tee(io.TextIOBase):
 
 
 _RACE_RE = re.compile(r"RACE DETECTED\n(?:[^\n]*\n){0,4}")
-_OOB_RE = re.compile(r"Out-of-bounds (?:read|write)[^\n]*")
+# Element accesses ("Out-of-bounds read of ...") and BlockSpec index maps
+# ("Out-of-bounds block index (0, 4) for input "a_ref" ...") alike.
+_OOB_RE = re.compile(r"Out-of-bounds (?:read|write|block index)[^\n]*")
 
 
 def _races_found():
@@ -979,15 +1159,19 @@ def call_checked(compiled, args, mode, candidate_path=None):
     return out, None
 
 
-def load_candidate(path, params=None, interpret="off"):
+def load_candidate(path, params=None, interpret="off", chip=None):
     """Import the candidate; tunable params become module globals before any
-    trace. Raises CandidateError('import') on failure."""
+    trace. In TPU interpret mode it sees the emulated `chip`. Raises
+    CandidateError('import') on failure."""
     jax = _jax()
     bad = scan_candidate(_read(path))
     if bad:
         raise CandidateRejected("; ".join(bad[:5]))
     if interpret == "plain":
         _install_interpret(jax)
+    if interpret == "tpu":
+        emulate_chip(jax, chip, path)
+    watch_pallas_calls(jax)
     try:
         mod = _import_file(path, "mk_candidate")
     except BaseException as e:  # SystemExit from candidate code too
@@ -1103,6 +1287,145 @@ def lower_and_compile(jax, fn, args, candidate_path=None, interpret="off"):
     if static_positions(args):
         compiled = _WithStatics(compiled, static_positions(args))
     return compiled, {"lower_s": t1 - t0, "compile_s": time.perf_counter() - t1}
+
+
+# --------------------------------------------------------------------------
+# Escalation: a kernel whose blocks were chosen for the task's own sizes
+# (an empty grid, a block larger than the array, its own shape check) cannot
+# be judged at a shrunk test scale; the engine re-tests it at larger scales.
+# --------------------------------------------------------------------------
+
+_SCALE_HINTS = []  # why the kernel looks made for larger sizes, from the pallas_calls traced
+_CASE_HINTS = {}  # case id -> the block hints of a scaled case that lowered (see lower_checked)
+
+
+class Rescale(Exception):
+    """The case is test-scaled and the kernel is not made for it: no verdict
+    here (status "rescale"); the engine re-tests it at a larger scale."""
+
+    def __init__(self, cid, why):
+        super().__init__(why)
+        self.result = {"status": "rescale", "case": cid, "reason": why,
+                       "message": "case %s is test-scaled and the kernel is made for larger sizes: %s" % (cid, why)}
+
+
+def _spec_list(specs):
+    if specs is None:
+        return []
+    return list(specs) if isinstance(specs, (list, tuple)) else [specs]
+
+
+def _block_over(spec, shape, name):
+    block = getattr(spec, "block_shape", None)
+    if block is None or shape is None or len(block) != len(shape):
+        return None
+    if any(isinstance(b, int) and not isinstance(b, bool) and b > d for b, d in zip(block, shape)):
+        return "block %s of %s exceeds its shape %s" % (tuple(block), name, tuple(shape))
+    return None
+
+
+def scale_hints(grid, in_specs, out_specs, operands, outputs):
+    """Signs, in one pallas_call, that its sizes are smaller than the kernel
+    was written for: a grid with an empty dimension, a block larger than
+    its array in some dimension."""
+    g = tuple(grid) if isinstance(grid, (list, tuple)) else (grid,) if isinstance(grid, int) else ()
+    hints = ["empty grid %s" % (g,)] if any(isinstance(d, int) and d == 0 for d in g) else []
+    pairs = [(sp, getattr(x, "shape", None), "input %d" % i) for i, (sp, x) in
+             enumerate(zip(_spec_list(in_specs), operands))]
+    pairs += [(sp, getattr(x, "shape", None), "output %d" % i) for i, (sp, x) in
+              enumerate(zip(_spec_list(out_specs), outputs))]
+    return hints + [h for h in (_block_over(*p) for p in pairs) if h]
+
+
+def _record_hints(jax, k, args):
+    gs = k.get("grid_spec")
+    src = gs if gs is not None else None
+    grid = getattr(src, "grid", None) if src is not None else k.get("grid", ())
+    ins = getattr(src, "in_specs", None) if src is not None else k.get("in_specs")
+    outs = getattr(src, "out_specs", None) if src is not None else k.get("out_specs")
+    pre = int(getattr(src, "num_scalar_prefetch", 0) or 0) if src is not None else 0
+    out_shape = jax.tree_util.tree_leaves(k.get("out_shape"), is_leaf=lambda x: hasattr(x, "shape"))
+    _SCALE_HINTS.extend(scale_hints(grid, ins, outs, list(args)[pre:], out_shape))
+
+
+def watch_pallas_calls(jax):
+    """Wrap pl.pallas_call (before the candidate is imported) so that every
+    call traced records its scale hints in _SCALE_HINTS. Never changes what
+    the call does; a failure to read the specs records nothing."""
+    from jax.experimental import pallas as pl
+    orig = pl.pallas_call
+    if getattr(orig, "_mk_watch", False):
+        return
+
+    def pallas_call(*a, **k):
+        f = orig(*a, **k)
+        if a[1:2]:
+            k = dict(k, out_shape=a[1])
+
+        def call(*args, **kw):
+            try:
+                _record_hints(jax, k, args)
+            except Exception:  # reading specs is best effort: the call itself decides
+                pass
+            return f(*args, **kw)
+        return call
+    pallas_call._mk_watch = True
+    pl.pallas_call = pallas_call
+
+
+def own_check_raised(exc, candidate_path):
+    """Whether the exception (or one it came from) was raised by a `raise` or
+    `assert` statement of the candidate itself: its own shape check."""
+    seen = 0
+    while exc is not None and seen < 5:
+        tb = traceback.extract_tb(exc.__traceback__)
+        if tb and os.path.abspath(tb[-1].filename) == os.path.abspath(candidate_path) and \
+                (tb[-1].line or "").lstrip().startswith(("raise", "assert")):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
+
+
+def case_is_scaled(tests_dir, cid):
+    """Whether a frozen case's sizes were shrunk from the task's own: it
+    records a scale factor above 1, or one of its CONFIG entries has the
+    shrunk value (a TEST_CONFIGS entry's own sizes are the task's choice)."""
+    if not tests_dir or not cid:
+        return False
+    info, meta = read_cases(tests_dir), read_case(tests_dir, cid)
+    if (meta.get("scale_factor") or (info.get("scale") or {}).get("factor") or 1) > 1:
+        return True
+    cfg = meta.get("config") or {}
+    return any(k in cfg and cfg[k] == v for k, v in (info.get("scaled_config") or {}).items())
+
+
+def lower_checked(jax, fn, args, a, mode, cid):
+    """lower_and_compile for case `cid` of a.tests; raises Rescale instead of
+    a verdict when the case is test-scaled and the kernel is made for larger
+    sizes (scale hints, or its own check raised while tracing)."""
+    del _SCALE_HINTS[:]
+    scaled = case_is_scaled(getattr(a, "tests", None), cid)
+    try:
+        out = lower_and_compile(jax, fn, args, a.candidate, mode)
+    except CandidateError as e:
+        if scaled and (_SCALE_HINTS or (e.phase == "lower" and own_check_raised(e.exc, a.candidate))):
+            raise Rescale(cid, "; ".join(_SCALE_HINTS) or "its own check raised: %s"
+                          % error_text(e.exc, a.candidate).splitlines()[-1][:300])
+        raise
+    hints = list(dict.fromkeys(_SCALE_HINTS)) if scaled else []
+    if any(h.startswith("empty grid") for h in hints):  # its output is never written: no verdict here
+        raise Rescale(cid, "; ".join(hints))
+    if hints:  # a block larger than its array may be fine: blamed only if the case then fails
+        _CASE_HINTS[cid] = "; ".join(hints)
+    return out
+
+
+def rescale_instead(cid, verdict):
+    """A run-time failure (crash, out-of-bounds, race) of a scaled case whose
+    blocks exceed its arrays: the Rescale result instead of blaming it."""
+    if cid in _CASE_HINTS:
+        return Rescale(cid, "%s, and then: %s" % (_CASE_HINTS[cid], (verdict.get("message") or "")[:300])).result
+    return None
 
 
 def candidate_failure(err, candidate_path):
@@ -1372,23 +1695,30 @@ def _timing_kind(mode):
     return "interpret" if mode in ("tpu", "plain") else "device"
 
 
+def _bench_case(a):
+    """The case whose inputs compile/bench/profile use, or None."""
+    return (a.case or (case_ids(a.tests) or [None])[0]) if getattr(a, "tests", None) else None
+
+
 def _candidate_compiled(task, a):
     jax = _jax()
     args, statics = _bench_args(task, a)
     mode = interpret_mode(jax, a.interpret)
     try:
-        mod = load_candidate(a.candidate, _params(a), mode)
+        mod = load_candidate(a.candidate, _params(a), mode, a.chip)
         fn = entry_fn(task, mod, statics)
         if fn is None:
             return None, args, {"status": "compile_error", "phase": "import", "kind": "import",
                                 "message": "kernel.py does not define %s(); it must match: %s"
                                            % (task["entry"], task["signature"])}
         with config_scope(mod, _case_config(a), strict=False):
-            compiled, times = lower_and_compile(jax, fn, args, a.candidate, mode)
+            compiled, times = lower_checked(jax, fn, args, a, mode, _bench_case(a))
     except CandidateRejected as e:
         return None, args, {"status": "rejected", "message": "kernel.py breaks the rules: %s" % e}
     except CandidateError as e:
         return None, args, dict(candidate_failure(e, a.candidate), interpret=mode)
+    except Rescale as r:
+        return None, args, dict(r.result, interpret=mode)
     return compiled, args, {"status": "ok", "interpret": mode, "timing": _timing_kind(mode), **times}
 
 
@@ -1408,7 +1738,7 @@ def cmd_run(a):
     os.makedirs(a.outputs, exist_ok=True)
     mode = interpret_mode(jax, a.interpret)
     try:
-        mod = load_candidate(a.candidate, _params(a), mode)
+        mod = load_candidate(a.candidate, _params(a), mode, a.chip)
     except CandidateRejected as e:
         return {"status": "rejected", "message": "kernel.py breaks the rules: %s" % e}
     except CandidateError as e:
@@ -1428,11 +1758,13 @@ def cmd_run(a):
         try:
             if sig not in executables:
                 with config_scope(mod, cfg, strict=False):  # the case's sizes, for a candidate reading CONFIG
-                    executables[sig], times = lower_and_compile(jax, fn, args, a.candidate, mode)
+                    executables[sig], times = lower_checked(jax, fn, args, a, mode, cid)
                 own["compile_s"] += times["lower_s"] + times["compile_s"]
             compiled = executables[sig]
         except CandidateError as e:
             return candidate_failure(e, a.candidate)
+        except Rescale as r:
+            return dict(r.result, interpret=mode)
         # Two calls with fresh poison between: both outputs are checked, so
         # a kernel that does the work only on some calls is caught.
         for call in ("first", "repeat"):
@@ -1444,15 +1776,19 @@ def cmd_run(a):
                 if verdict:
                     verdict.update(case=cid, call=call, phase="run", interpret=mode,
                                    message="case %s (%s call): %s" % (cid, call, verdict["message"]))
-                    return verdict
+                    return rescale_instead(cid, verdict) or verdict
                 outs = [_to_numpy(o) for o in _leaves(out)]
             except BaseException as e:  # whatever the candidate raises (SystemExit too) is its crash
-                return {"status": "crash", "phase": "run", "case": cid, "message": error_text(e, a.candidate)}
+                crash = {"status": "crash", "phase": "run", "case": cid, "message": error_text(e, a.candidate)}
+                return rescale_instead(cid, crash) or crash
             ometa = save_arrays(os.path.join(a.outputs, "%s.%s.npz" % (cid, call)), outs)
             with open(os.path.join(a.outputs, "%s.%s.json" % (cid, call)), "w") as f:
                 json.dump({"outputs": ometa}, f)
         ran.append(cid)
-    return {"status": "ok", "cases": ran, "interpret": mode, **own}
+    res = {"status": "ok", "cases": ran, "interpret": mode, **own}
+    if _CASE_HINTS:  # if `check` fails one of these cases first, the engine re-tests at a larger scale
+        res["rescale_cases"] = dict(_CASE_HINTS)
+    return res
 
 
 def cmd_check(a):
@@ -1716,6 +2052,8 @@ def build_parser():
                            default=os.environ.get("MK_PALLAS_INTERPRET") or "auto",
                            help="auto (TPU interpret mode on a CPU backend, native otherwise), tpu, "
                                 "plain (interpret=True on every pallas_call) or off; bare --interpret = plain")
+            s.add_argument("--chip", default=os.environ.get("MK_PALLAS_CHIP") or DEFAULT_CHIP,
+                           help="device_kind the kernel sees in TPU interpret mode (default %r)" % DEFAULT_CHIP)
         if tests is not None:
             s.add_argument("--tests", required=tests, help="frozen tests directory")
             s.add_argument("--case", help="case id for compile/bench inputs")
@@ -1777,6 +2115,37 @@ def _clean(o):
     if isinstance(o, (list, tuple)):
         return [_clean(v) for v in o]
     return o
+
+
+ENGINE_GONE_EXIT = 70  # exit status of a harness process whose engine went away
+
+
+def watch_engine(fd=2, period_s=0.5):
+    """End this process when the engine that started it is gone: its end of
+    our stderr (a pipe or socket only the engine reads; mk-exec keeps no
+    copy) closes, which poll() reports as POLLHUP/POLLERR. Covers an engine
+    killed with SIGKILL, where nothing else would stop a pre-started worker
+    (it would wait out its idle timeout) or a step still running. A no-op
+    when fd is a terminal or a file."""
+    import select
+    import stat
+    import threading
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return False
+
+    def loop():
+        p = select.poll()
+        p.register(fd, select.POLLHUP | select.POLLERR)
+        while True:
+            for _, ev in p.poll(period_s * 1000):
+                if ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                    os._exit(ENGINE_GONE_EXIT)
+    threading.Thread(target=loop, name="mk-watch-engine", daemon=True).start()
+    return True
 
 
 PHASE = {"now": ""}  # what the step is doing, for the limit messages
@@ -1876,6 +2245,7 @@ def worker(argv):
     p.add_argument("--idle", type=float, default=600.0)
     p.add_argument("--light", action="store_true", help="import numpy only (for `check`, which never imports JAX)")
     a = p.parse_args(argv)
+    watch_engine()
     # Pay the imports ahead of time (by name: nothing here uses them).
     preload = ["numpy"] if a.light else [
         "numpy", "jax", "jax.experimental.pallas", "jax.experimental.pallas.tpu"]
@@ -1901,4 +2271,5 @@ def worker(argv):
 if __name__ == "__main__":
     if sys.argv[1:2] == ["worker"]:
         sys.exit(worker(sys.argv[2:]))
+    watch_engine()
     sys.exit(main())

@@ -420,6 +420,9 @@ function M.load(dir)
       return nil, { kind = "bad_task", message = abs .. "/task.lua: target is not \"pallas\"" }
     end
     spec = t
+    if spec.chip ~= nil and not M.chip_kind(spec.chip) then
+      return nil, { kind = "bad_task", message = abs .. "/task.lua: chip: " .. select(2, M.chip_kind(spec.chip)) }
+    end
   end
   local args = { "--task", abs }
   if spec.tolerance then
@@ -455,6 +458,7 @@ function M.load(dir)
     dtype = spec.dtype,
     interpret = spec.interpret,
     test_scale = spec.test_scale,
+    chip = spec.chip, -- the TPU a kernel sees in interpret mode (M.chip_kind)
     python = r.python,
   }
   task.prompt_notes = string.format(
@@ -510,7 +514,9 @@ function M.freeze(task, tests_dir, opts)
   fs.mkdirs(tests_dir)
   local fargs = { "--tests", tests_dir, "--seeds", list_str(task.seeds), "--heldout", list_str(task.heldout_seeds) }
   local scale = opts.test_scale or task.test_scale
-  if scale ~= nil then
+  if opts.scale_args then -- a larger scale for escalation (M.escalate)
+    for _, x in ipairs(opts.scale_args) do fargs[#fargs + 1] = x end
+  elseif scale ~= nil then
     fargs[#fargs + 1] = "--test-scale"; fargs[#fargs + 1] = scale == false and "off" or tostring(scale)
   end
   local r = device_harness("freeze", task_args(task, fargs), { timeout = opts.timeout or M.defaults.freeze_timeout })
@@ -528,11 +534,143 @@ function M.freeze(task, tests_dir, opts)
 end
 
 -- ---------------------------------------------------------------------------
+-- Escalation: re-testing at larger scales before any verdict
+-- ---------------------------------------------------------------------------
+
+--- A candidate step answers status "rescale" when a case is test-scaled and
+--- the kernel is made for larger sizes (an empty grid, a block larger than
+--- its array, its own shape check raised). The step is then run again on
+--- suites frozen at larger scales, up to the task's own sizes; a scale that
+--- cannot be frozen within these limits ends it with status "unchecked".
+M.defaults.escalate_timeout = 300 -- s to freeze the reference at one larger scale
+
+local function read_json(path)
+  local s = fs.read(path)
+  local ok, v = pcall(cjson.decode, s or "")
+  return ok and type(v) == "table" and v or {}
+end
+
+local function max_size(config)
+  local m = 0
+  for k, v in pairs(config or {}) do
+    v = math.tointeger(v) -- cjson gives 1024.0
+    if v and not tostring(k):lower():find("seed", 1, true) and v > m then m = v end
+  end
+  return m
+end
+
+--- The larger scales after the one `tests_dir` was frozen at, smallest
+--- first, as {args = freeze arguments, label, slug}: halving the recorded
+--- scale factor down to 1, or doubling the recorded size cap up to the
+--- task's own sizes.
+function M.larger_scales(task, tests_dir)
+  local info = read_json(tests_dir .. "/cases.json")
+  local out = {}
+  local rec = type(info.test_scale) == "table" and info.test_scale or type(info.scale) == "table" and info.scale
+  local f = rec and math.tointeger(rec.factor)
+  if f then
+    while f > 1 do
+      f = f // 2
+      out[#out + 1] = { args = { "--scale-factor", tostring(f) }, slug = "f" .. f,
+        label = f == 1 and "the task's own sizes" or ("scale factor " .. f) }
+    end
+    return out
+  end
+  local cap = math.tointeger(info.test_scale)
+  if not cap then return out end
+  local top = max_size(task.config)
+  cap = cap * 2
+  while cap < top do
+    out[#out + 1] = { args = { "--test-scale", tostring(cap) }, slug = "cap" .. cap, label = "test scale " .. cap }
+    cap = cap * 2
+  end
+  out[#out + 1] = { args = { "--test-scale", "off" }, slug = "full", label = "the task's own sizes" }
+  return out
+end
+
+local freezing = {} -- escalation suite dir -> semaphore (one freeze of it at a time)
+
+-- The suite at scale `s` beside `base` (frozen once, then verified), or nil, why.
+local function scaled_suite(task, base, s)
+  local dir = base .. ".scale-" .. s.slug
+  local function freeze()
+    local keep = task.tests_dir
+    local r = M.freeze(task, dir, { scale_args = s.args, timeout = M.defaults.escalate_timeout })
+    task.tests_dir = keep
+    return r
+  end
+  local ok, tasklib = pcall(require, "mk.services.task")
+  local r
+  if ok and coroutine.isyieldable() then
+    freezing[dir] = freezing[dir] or tasklib.semaphore(1)
+    r = freezing[dir]:with(freeze)
+  else
+    r = freeze()
+  end
+  if r.status ~= "ok" then return nil, r.message end
+  return dir
+end
+
+local function unchecked(why, how)
+  return { status = "unchecked", correct = false, reason = "scale",
+    message = "not checked on this machine: at the test scale " .. tostring(why) .. "; " .. how }
+end
+
+--- Run `step(tests_dir)` (a harness step's result) on `tests_dir`, and while
+--- it answers "rescale", again on suites at larger scales. Returns the last
+--- result, with `checked_at` (the scale's label) and `scale_note` when it
+--- escalated, and the tests dir it ran on; "unchecked" when the next scale
+--- could not be frozen or its step ran out of time.
+function M.escalate(task, tests_dir, step, base)
+  base = base or tests_dir
+  local r = step(tests_dir)
+  if r.status ~= "rescale" then return r, tests_dir end
+  local why, dir = r.reason or r.message, tests_dir
+  for _, s in ipairs(M.larger_scales(task, dir)) do
+    local d, err = scaled_suite(task, base, s)
+    if not d then
+      return unchecked(why, string.format("at %s the reference could not be frozen within this machine's limits (%s)",
+        s.label, tostring(err))), dir
+    end
+    dir = d
+    r = step(d)
+    if r.status == "timeout" then
+      return unchecked(why, string.format("at %s it ran out of time (%s)", s.label, tostring(r.message))), dir
+    end
+    if r.status ~= "rescale" then
+      r.checked_at = s.label
+      r.scale_note = string.format("checked at %s (at the test scale: %s)", s.label, why)
+      return r, dir
+    end
+  end
+  return unchecked(why, "there is no larger scale of this task to check it at"), dir
+end
+
+-- ---------------------------------------------------------------------------
 -- Candidate steps
 -- ---------------------------------------------------------------------------
 
+--- The chip a kernel sees in TPU interpret mode when neither the task
+--- (task.lua `chip`) nor the run (opts.chip) names one.
+M.chip = "v6e"
+
+--- JAX's device_kind of a chip named as tpu_chips.lua names it ("v5e",
+--- "TPU v6e", "trillium", "TPU v5 lite"), or nil, why.
+function M.chip_kind(name)
+  local lk = tostring(name):lower()
+  for _, c in ipairs(dofile(M.dir .. "/tpu_chips.lua")) do
+    if lk == c.name:lower() or lk == c.alt or lk == c.device_kind:lower() or lk == c.name:lower():gsub("^tpu ", "") then
+      return c.device_kind
+    end
+  end
+  return nil, "unknown TPU chip " .. tostring(name) .. " (targets/pallas/tpu_chips.lua lists v5e, v6e)"
+end
+
 local function candidate_args(task, build, extra, opts)
   local a = task_args(task, { "--candidate", build.candidate })
+  local kind, why = M.chip_kind(opts and opts.chip or task.chip or M.chip)
+  if not kind then error("pallas: " .. why, 0) end
+  a[#a + 1] = "--chip"; a[#a + 1] = kind
   if build.defines and next(build.defines) then
     a[#a + 1] = "--params"; a[#a + 1] = cjson.encode(build.defines)
   end
@@ -593,12 +731,17 @@ function M.compile(task, files, workdir, opts)
   -- freeze last verified for this task); without them the harness builds
   -- the reference's inputs.
   local tests_dir = opts.tests_dir or task.tests_dir
-  local extra = {}
-  if tests_dir then extra = { "--tests", tests_dir } end
-  local r = device_harness("compile", candidate_args(task, build, extra, opts), {
-    timeout = opts.timeout or task.timeout, cwd = workdir, cpu = opts.cpu,
-    sandbox = sandbox_for(task, workdir, opts, tests_dir and visible_inputs(tests_dir) or nil),
-  })
+  local function step(dir)
+    return device_harness("compile", candidate_args(task, build, dir and { "--tests", dir } or {}, opts), {
+      timeout = opts.timeout or task.timeout, cwd = workdir, cpu = opts.cpu,
+      sandbox = sandbox_for(task, workdir, opts, dir and visible_inputs(dir) or nil),
+    })
+  end
+  local r, used = step(tests_dir), tests_dir
+  if tests_dir and r.status == "rescale" then r, used = M.escalate(task, tests_dir, function(d)
+    return d == tests_dir and r or step(d) end) end
+  if used ~= tests_dir then build.scaled_tests, build.base_tests = used, tests_dir end
+  build.scale_note, build.checked_at = r.scale_note, r.checked_at
   build.status = r.status
   build.message = r.message
   build.log = r.stderr
@@ -627,30 +770,55 @@ function M.test(task, build, tests_dir, opts)
   end
   local group = opts.group or "search"
   local outputs = build.workdir .. "/outputs-" .. group
-  fs.rm_rf(outputs)
-  fs.mkdirs(outputs)
-  local extra = { "--tests", tests_dir, "--outputs", outputs }
-  if group == "heldout" then extra[#extra + 1] = "--heldout-cases" end
-  local r = device_harness("run", candidate_args(task, build, extra, opts), {
-    timeout = opts.timeout or task.timeout, cwd = build.workdir, cpu = opts.cpu,
-    sandbox = sandbox_for(task, build.workdir, opts, visible_inputs(tests_dir)),
-  })
-  local wall = r.wall_s or 0
-  if r.status ~= "ok" then
-    return { status = r.status, correct = false, message = r.message, cases = {}, wall_s = wall, kind = r.kind,
-      phase = r.phase }
+  local wall, check_s = 0, 0
+  -- run in one process, check in another; "rescale" when a scaled case whose
+  -- blocks exceed its arrays fails the check (M.escalate re-tests it)
+  local function step(dir)
+    fs.rm_rf(outputs)
+    fs.mkdirs(outputs)
+    local extra = { "--tests", dir, "--outputs", outputs }
+    if group == "heldout" then extra[#extra + 1] = "--heldout-cases" end
+    local r = device_harness("run", candidate_args(task, build, extra, opts), {
+      timeout = opts.timeout or task.timeout, cwd = build.workdir, cpu = opts.cpu,
+      sandbox = sandbox_for(task, build.workdir, opts, visible_inputs(dir)),
+    })
+    wall = wall + (r.wall_s or 0)
+    if r.status ~= "ok" then return r end
+    local cargs = task_args(task, { "--tests", dir, "--outputs", outputs })
+    if group == "heldout" then cargs[#cargs + 1] = "--heldout-cases" end
+    local c = harness("check", cargs, { timeout = M.defaults.check_timeout, pool = "light", cpu = opts.cpu })
+    check_s = check_s + (c.wall_s or 0)
+    local failed
+    for _, x in ipairs(c.cases or {}) do
+      if x.ok == false then failed = failed or x.case end
+    end
+    local hint = c.status ~= "ok" and c.status ~= "error" and failed and type(r.rescale_cases) == "table"
+      and r.rescale_cases[failed]
+    if hint then -- the first failing case is test-scaled and its blocks exceed its arrays
+      return { status = "rescale", reason = "case " .. failed .. ": " .. hint .. ", and the check failed: " ..
+        tostring(c.message) }
+    end
+    c.checked = true
+    return c
   end
-  local cargs = task_args(task, { "--tests", tests_dir, "--outputs", outputs })
-  if group == "heldout" then cargs[#cargs + 1] = "--heldout-cases" end
-  local c = harness("check", cargs, { timeout = M.defaults.check_timeout, pool = "light", cpu = opts.cpu })
+  -- a build compiled at a larger scale (M.escalate) is tested there too
+  local c, used = M.escalate(task, build.scaled_tests or tests_dir, step, build.base_tests or tests_dir)
+  if used ~= (build.scaled_tests or tests_dir) then build.scaled_tests, build.base_tests = used, tests_dir end
+  build.scale_note, build.checked_at = c.scale_note or build.scale_note, c.checked_at or build.checked_at
+  if not c.checked then
+    return { status = c.status, correct = false, message = c.message, cases = {}, wall_s = wall + check_s,
+      check_s = check_s, kind = c.kind, phase = c.phase, reason = c.reason }
+  end
   local cases = {}
   for i, x in ipairs(c.cases or {}) do
     cases[i] = { id = x.case, call = x.call, ok = x.ok, message = x.message, reason = x.reason,
       max_abs_err = x.max_abs_err }
   end
   return {
-    status = c.status, correct = c.status == "ok", message = c.message, reason = c.reason, cases = cases,
-    wall_s = wall + (c.wall_s or 0), check_s = c.wall_s or 0, kind = c.kind,
+    status = c.status, correct = c.status == "ok", reason = c.reason, cases = cases,
+    message = (c.status ~= "ok" and build.scale_note) and (build.scale_note .. ": " .. tostring(c.message)) or c.message,
+    wall_s = wall + check_s, check_s = check_s, kind = c.kind,
+    checked_at = build.checked_at, scale_note = build.scale_note, -- escalated: the scale it was checked at
   }
 end
 
@@ -695,6 +863,12 @@ function M.bench(task, build, opts)
     return { status = build.status, correct = false, message = build.message, wall_s = 0 }
   end
   if type(opts.tests_dir) ~= "string" then error("pallas.bench: opts.tests_dir is required", 2) end
+  if build.scaled_tests then -- checked at a larger scale (M.escalate): timed there too
+    local o = {}
+    for k, v in pairs(opts) do o[k] = v end
+    o.tests_dir = build.scaled_tests
+    opts = o
+  end
   local outputs = build.workdir .. "/outputs-bench"
   fs.rm_rf(outputs)
   local extra = timing_args(opts, { "--tests", opts.tests_dir, "--no-check-output", "--save-output", outputs },
@@ -748,11 +922,12 @@ function M.profile(task, build, opts)
   opts = opts or {}
   if build.status ~= "ok" then return { status = build.status, text = "", message = build.message } end
   local extra = timing_args(opts, nil, build.timing_kind == "interpret")
-  if opts.tests_dir then extra[#extra + 1] = "--tests"; extra[#extra + 1] = opts.tests_dir end
+  local tests_dir = build.scaled_tests or opts.tests_dir
+  if tests_dir then extra[#extra + 1] = "--tests"; extra[#extra + 1] = tests_dir end
   if opts.latency_s then extra[#extra + 1] = "--latency-s"; extra[#extra + 1] = string.format("%.17g", opts.latency_s) end
   local r = device_harness("profile", candidate_args(task, build, extra, opts), {
     timeout = opts.timeout or task.timeout, cwd = build.workdir, cpu = opts.cpu,
-    sandbox = sandbox_for(task, build.workdir, opts, opts.tests_dir and visible_inputs(opts.tests_dir) or nil),
+    sandbox = sandbox_for(task, build.workdir, opts, tests_dir and visible_inputs(tests_dir) or nil),
   })
   return profile_result(r)
 end

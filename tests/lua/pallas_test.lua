@@ -31,6 +31,22 @@ t.test("detect recognises JAXBench, MaxKernel and task.lua layouts", function()
   fs.rm_rf(d)
 end)
 
+t.test("the emulated chip is named as tpu_chips.lua names it, v6e by default", function()
+  t.eq(pallas.chip_kind(pallas.chip), "TPU v6 lite")
+  for _, n in ipairs { "v6e", "TPU v6e", "trillium", "TPU v6 lite" } do t.eq(pallas.chip_kind(n), "TPU v6 lite", n) end
+  for _, n in ipairs { "v5e", "TPU v5e", "TPU v5 lite" } do t.eq(pallas.chip_kind(n), "TPU v5 lite", n) end
+  local kind, why = pallas.chip_kind("cpu")
+  t.eq(kind, nil)
+  t.contains(why, "unknown TPU chip cpu")
+  local d = t.tmpdir("mk-pallas-chip-")
+  assert(fs.write(d .. "/task.lua", 'return { name = "x", target = "pallas", chip = "v9z" }'))
+  assert(fs.write(d .. "/reference.py", "def create_inputs():\n    return ()\n\ndef workload():\n    return 0\n"))
+  local task, err = pallas.load(d)
+  t.eq(task, nil)
+  t.contains(err.message, "chip: unknown TPU chip v9z")
+  fs.rm_rf(d)
+end)
+
 t.test("load of a JAXBench baseline.py gives the interface fields", function()
   local task = assert(pallas.load(SUITE .. "/rmsnorm"))
   t.eq(pallas.last_runner, "proc", "inside a task the harness runs through mk.proc")

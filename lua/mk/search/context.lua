@@ -587,7 +587,9 @@ end
 --- "compile_error: <first line of the error>".
 function M.outcome(n)
   if n.status == "ok" then
-    return string.format("ok, %.2fx the baseline", n.metrics and n.metrics.speedup or 0)
+    local m = n.metrics or {}
+    if m.timing_kind == "interpret" then return "ok (interpret timing: no speedup)" end
+    return string.format("ok, %.2fx the baseline", m.speedup or 0)
   end
   local first = tostring(n.error or ""):match("[^\n]*%S[^\n]*") or ""
   return n.status .. ": " .. first:sub(1, 200)

@@ -389,8 +389,10 @@ local function execute(o, run, info, resumed)
   if best then run:refresh_best(best) end
   local summary = write_summary(run, info, task, ctx, best, client, calls() + prior.calls, opts, resumed)
   if best then
-    note(string.format("best: %s speedup %.2fx over the baseline (%.3f ms vs %.3f ms) -> %s/best", best.id,
-      best.metrics.speedup or 0, best.metrics.latency_s * 1000, (root.metrics.latency_s or 0) * 1000, run.dir))
+    local m = best.metrics
+    note(string.format("best: %s %s (%.3f ms vs %.3f ms) -> %s/best", best.id, m.timing_kind == "interpret"
+      and "(interpret timing: no speedup)" or string.format("speedup %.2fx over the baseline", m.speedup or 0),
+      best.metrics.latency_s * 1000, (root.metrics.latency_s or 0) * 1000, run.dir))
   else
     note("no correct kernel found -> " .. run.dir)
   end

@@ -73,8 +73,11 @@ function Progress:event(ev)
     if m.correct == true or (CORRECT[n.status or ""] and m.correct ~= false and n.kind ~= "root" and n.kind ~= "reference") then
       f.correct = f.correct + 1
       local s = tonumber(m.speedup)
-      if s and (not f.best or s > f.best) then f.best = s end
-      if m.timing_kind == "interpret" then f.interpret = true end
+      if m.timing_kind == "interpret" then
+        f.interpret = true -- an interpreter's timing: no speedup shown
+      elseif s and (not f.best or s > f.best) then
+        f.best = s
+      end
     end
   end
   local u = type(ev.usage) == "table" and ev.usage or ev

@@ -248,7 +248,7 @@ function Bench:status_fields()
       if o then
         f.nodes = f.nodes + (tonumber(o.nodes) or 0)
         if o.correct then f.correct = f.correct + 1 end
-        if o.speedup and (not f.best or o.speedup > f.best) then f.best = o.speedup end
+        if o.speedup and o.timing_kind ~= "interpret" and (not f.best or o.speedup > f.best) then f.best = o.speedup end
         f.tokens = f.tokens + (o.cost.input_tokens or 0) + (o.cost.output_tokens or 0)
         f.usd = f.usd + (o.cost.usd or 0)
         f.device_s = f.device_s + (o.cost.device_s or 0)
@@ -274,7 +274,8 @@ function Bench:show(t, k, o)
   prog:event({ type = "bench_run", task = t.name, ["repeat"] = k, how = o.how, status = o.status,
                correct = o.correct, speedup = o.speedup, error = o.error })
   prog:note(string.format("%-24s r%d %-8s %s", t.name, k, o.how,
-    o.error and ("error: " .. (o.error:match("^[^\n]*"))) or (o.correct and string.format("%.2fx", o.speedup) or "no correct kernel")))
+    o.error and ("error: " .. (o.error:match("^[^\n]*"))) or (o.correct and (o.timing_kind == "interpret" and
+          "correct (interpret timing)" or string.format("%.2fx", o.speedup)) or "no correct kernel")))
 end
 
 -- One task/repeat pair: read, resume or start its run, and record the
@@ -378,7 +379,7 @@ function bench.format(results)
     local c = r.cost or {}
     L[#L + 1] = string.format("%-" .. w .. "s  %-8s %-7s %8s %7s  %-22s %10s %9s %8s %8s",
       r.task, r.compiled and "yes" or "no", r.correct and "yes" or "no",
-      r.timing_kind == "interpret" and fx(r.speedup) .. "i" or fx(r.speedup),
+      r.timing_kind == "interpret" and "interp" or fx(r.speedup),
       string.format("%d/%d", r.correct_runs or 0, r.repeats or 0), table.concat(sps, " "):sub(1, 22),
       fint((c.input_tokens or 0) + (c.output_tokens or 0)), string.format("$%.4f", c.usd or 0), fsec(c.device_s), fsec(c.wall_s))
   end

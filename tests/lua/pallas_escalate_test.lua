@@ -1,0 +1,76 @@
+-- Escalation of the Pallas target (targets/pallas/target.lua M.escalate):
+-- a kernel tiled for the task's own sizes (an empty grid, its own shape
+-- check) is re-tested at larger scales before any verdict, and one that
+-- cannot be checked within the limits gets status "unchecked". Real JAX,
+-- TPU interpret mode on the CPU; the task is tests/python/tasks/big_blocks.
+local t = dofile("tests/lua/lib/t.lua")
+local fs = require "mk.fs"
+local pallas = require("mk.eval.targets").get("pallas")
+
+local CANDS = "tests/python/candidates"
+
+local function read(p) return assert(fs.read(p)) end
+
+local function e2e_setup()
+  local py = os.getenv("MK_PYTHON") or pallas.default_python()
+  if os.execute(py .. " -c 'import jax' >/dev/null 2>&1") ~= true then return nil, "JAX is not importable by " .. py end
+  pallas.env = { MK_PALLAS_POISON_MB = "1", JAX_PLATFORMS = "cpu" }
+  return true
+end
+
+local function e2e_teardown()
+  pallas.env = nil
+end
+
+t.test("larger scales double the recorded cap up to the task's own sizes, or halve the factor", function()
+  local d = t.tmpdir("mk-pallas-scales-")
+  assert(fs.write(d .. "/cases.json", '{"test_scale": 256}'))
+  local labels = {}
+  -- sizes as the harness's JSON gives them (cjson: 1024.0)
+  for _, s in ipairs(pallas.larger_scales({ config = { m = 1024.0, k = 512.0, n = 1024.0, seed = 4096.0 } }, d)) do
+    labels[#labels + 1] = s.label
+  end
+  t.eq(table.concat(labels, ", "), "test scale 512, the task's own sizes")
+  assert(fs.write(d .. "/cases.json", '{"test_scale": {"factor": 8.0, "config": {"m": 128}}}'))
+  labels = {}
+  for _, s in ipairs(pallas.larger_scales({ config = {} }, d)) do labels[#labels + 1] = s.label end
+  t.eq(table.concat(labels, ", "), "scale factor 4, scale factor 2, the task's own sizes")
+  fs.rm_rf(d)
+end)
+
+t.test("kernels tiled for the task's sizes are checked at a larger scale, never blamed at the test scale", function()
+  local ok, why = e2e_setup()
+  t.ok(ok, why)
+  local task = assert(require("mk.eval.targets").load_task("tests/python/tasks/big_blocks"))
+  task.seeds, task.heldout_seeds = { 0, 1 }, { 1001 }
+  local ev = require("mk.eval").new(task, { jobs = 1, bench = { min_reps = 2, max_reps = 3, warmup = 1 } })
+  -- an empty grid at the test scale of 256: escalated to 512, where it is correct (held-out too)
+  local r = ev:evaluate(read(CANDS .. "/pallas_big_blocks.py"), { tune = false })
+  t.eq(r.status, "ok", r.message)
+  t.ok(r.checked_at, r.message) -- the scale its blocks tile (scale factor 1 or 2, whichever the freeze chose)
+  t.contains(r.message, "checked at " .. tostring(r.checked_at) .. " (at the test scale: empty grid (0, 0")
+  local h = ev:heldout(read(CANDS .. "/pallas_big_blocks.py"))
+  t.eq(h.status, "ok", h.message)
+  -- its own shape check raised at 256: the same
+  r = ev:evaluate(read(CANDS .. "/pallas_big_blocks_checked.py"), { tune = false })
+  t.eq(r.status, "ok", r.message)
+  t.contains(r.message, "its own check raised")
+  -- a wrong kernel of the same tiling is incorrect where it can be checked, and says where
+  r = ev:evaluate(read(CANDS .. "/pallas_big_blocks_wrong.py"), { tune = false })
+  t.eq(r.status, "incorrect", r.message)
+  t.contains(r.message, "checked at ")
+  ev:close()
+  -- no larger scale can be frozen within the limits: its own status, not incorrect, not compile_error
+  local keep = pallas.defaults.escalate_timeout
+  pallas.defaults.escalate_timeout = 0.01
+  local ev2 = require("mk.eval").new(task, { jobs = 1 })
+  r = ev2:evaluate(read(CANDS .. "/pallas_big_blocks_checked.py"), { tune = false })
+  pallas.defaults.escalate_timeout = keep
+  t.eq(r.status, "unchecked", r.message)
+  t.eq(r.correct, false)
+  t.contains(r.message, "the reference could not be frozen")
+  ev2:close()
+  e2e_teardown()
+end)
+
+return t.run()
