@@ -453,13 +453,9 @@ static int l_open(lua_State *L) {
   double connect_timeout = mk_opt_number(L, 1, "connect_timeout", 30, "mk.http.request");
   double stall_s = mk_opt_number(L, 1, "stall_timeout", 0, "mk.http.request");
   double max_bytes = mk_opt_number(L, 1, "max_response_bytes", 0, "mk.http.request");
-  lua_getfield(L, 1, "lines");
-  int want_lines = lua_toboolean(L, -1);
-  lua_getfield(L, 1, "follow");
-  int follow = lua_toboolean(L, -1);
-  lua_getfield(L, 1, "verbose");
-  int verbose = lua_toboolean(L, -1);
-  lua_pop(L, 3);
+  int want_lines = mk_opt_bool(L, 1, "lines");
+  int follow = mk_opt_bool(L, 1, "follow");
+  int verbose = mk_opt_bool(L, 1, "verbose");
 
   struct curl_slist *hdrs = read_headers(L);
 

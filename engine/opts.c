@@ -28,3 +28,10 @@ double mk_opt_nonneg(lua_State *L, int t, const char *k, double dflt, const char
   if (v < 0) luaL_error(L, "%s: option '%s' must not be negative", who, k);
   return v;
 }
+
+int mk_opt_bool(lua_State *L, int t, const char *k) {
+  lua_getfield(L, t, k);
+  int v = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return v;
+}

@@ -15,4 +15,7 @@ double mk_opt_number(lua_State *L, int t, const char *k, double dflt, const char
 /* Same, and a negative value raises "... must not be negative". */
 double mk_opt_nonneg(lua_State *L, int t, const char *k, double dflt, const char *who);
 
+/* t[k] as a boolean: Lua truth, so nil and false are 0. */
+int mk_opt_bool(lua_State *L, int t, const char *k);
+
 #endif

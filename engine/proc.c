@@ -525,13 +525,9 @@ static int parse_spec(lua_State *L, spec *sp) {
       return luaL_error(L, "%s: argv[%d] must be a string", fn, (int)i);
     lua_pop(L, 1);
   }
-  lua_getfield(L, 1, "scrub_env");
-  int scrub = lua_toboolean(L, -1);
-  lua_getfield(L, 1, "give_cwd");
-  int give_cwd = lua_toboolean(L, -1);
-  lua_getfield(L, 1, "switches_user");
-  int switched = lua_toboolean(L, -1);
-  lua_pop(L, 3);
+  int scrub = mk_opt_bool(L, 1, "scrub_env");
+  int give_cwd = mk_opt_bool(L, 1, "give_cwd");
+  int switched = mk_opt_bool(L, 1, "switches_user");
   lua_geti(L, argt, 1);
   const char *prog = luaL_checkstring(L, -1); /* stays on the stack */
   sp->prog = prog;
