@@ -150,9 +150,7 @@ static int l_mkdirs(lua_State *L) {
   return 1;
 }
 
-static int cmpstr(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int cmpstr(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* list(dir) -> sorted array of names (no "." or ".."). */
 static int l_list(lua_State *L) {
@@ -334,7 +332,8 @@ static int l_lock(lua_State *L) {
 }
 
 int luaopen_mk_fs(lua_State *L) {
-  static const luaL_Reg lock_m[] = {{"unlock", lock_unlock}, {"__gc", lock_unlock}, {"__close", lock_unlock}, {NULL, NULL}};
+  static const luaL_Reg lock_m[] = {
+      {"unlock", lock_unlock}, {"__gc", lock_unlock}, {"__close", lock_unlock}, {NULL, NULL}};
   if (luaL_newmetatable(L, "mk.fs.lock")) {
     luaL_setfuncs(L, lock_m, 0);
     lua_pushvalue(L, -1);
@@ -342,11 +341,10 @@ int luaopen_mk_fs(lua_State *L) {
   }
   lua_pop(L, 1);
   static const luaL_Reg funcs[] = {
-      {"read", l_read},       {"write", l_write},   {"append", l_append}, {"mkdirs", l_mkdirs},
-      {"list", l_list},       {"stat", l_stat},     {"exists", l_exists}, {"isdir", l_isdir},
-      {"realpath", l_realpath}, {"cwd", l_cwd},     {"rm_rf", l_rm_rf},   {"remove", l_remove},
-      {"rename", l_rename},   {"chmod", l_chmod},   {"tmpdir", l_tmpdir}, {"lock", l_lock},
-      {NULL, NULL}};
+      {"read", l_read},   {"write", l_write},   {"append", l_append}, {"mkdirs", l_mkdirs},     {"list", l_list},
+      {"stat", l_stat},   {"exists", l_exists}, {"isdir", l_isdir},   {"realpath", l_realpath}, {"cwd", l_cwd},
+      {"rm_rf", l_rm_rf}, {"remove", l_remove}, {"rename", l_rename}, {"chmod", l_chmod},       {"tmpdir", l_tmpdir},
+      {"lock", l_lock},   {NULL, NULL}};
   luaL_newlib(L, funcs);
   return 1;
 }

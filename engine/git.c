@@ -122,8 +122,7 @@ static int l_init(lua_State *L) {
 static int l_open(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   mk_git_repo *r = new_repo_udata(L);
-  int rc = git_repository_open_ext(&r->repo, path,
-                                   GIT_REPOSITORY_OPEN_NO_SEARCH | GIT_REPOSITORY_OPEN_BARE, NULL);
+  int rc = git_repository_open_ext(&r->repo, path, GIT_REPOSITORY_OPEN_NO_SEARCH | GIT_REPOSITORY_OPEN_BARE, NULL);
   if (rc < 0) return push_git_error(L, rc, "cannot open repository");
   return 1;
 }
@@ -216,7 +215,9 @@ static void check_commit_args(lua_State *L, int files, int parents_idx, size_t n
   lua_pushnil(L);
   while (lua_next(L, files)) {
     if (lua_type(L, -2) != LUA_TSTRING || !valid_path(lua_tostring(L, -2)))
-      luaL_argerror(L, 2, lua_pushfstring(L, "bad file path '%s'", lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2)));
+      luaL_argerror(L, 2,
+                    lua_pushfstring(L, "bad file path '%s'",
+                                    lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2)));
     if (lua_type(L, -1) != LUA_TSTRING)
       luaL_argerror(L, 2, lua_pushfstring(L, "file '%s' must be a string", lua_tostring(L, -2)));
     lua_pop(L, 1);
@@ -342,7 +343,10 @@ static int write_tree_of(mk_git_repo *r, file_ent *ents, size_t n, size_t skip, 
 static int write_files(lua_State *L, mk_git_repo *r, int files, git_oid *tree_id, const char **what) {
   size_t n = 0;
   lua_pushnil(L);
-  while (lua_next(L, files)) { n++; lua_pop(L, 1); }
+  while (lua_next(L, files)) {
+    n++;
+    lua_pop(L, 1);
+  }
   file_ent *ents = calloc(n ? n : 1, sizeof *ents);
   if (!ents) return -1;
   size_t k = 0;
@@ -684,8 +688,7 @@ static int repo_refs(lua_State *L) {
   mk_git_repo *r = check_repo(L, 1);
   const char *glob = luaL_optstring(L, 2, NULL);
   git_reference_iterator *it = NULL;
-  int rc = glob ? git_reference_iterator_glob_new(&it, r->repo, glob)
-                : git_reference_iterator_new(&it, r->repo);
+  int rc = glob ? git_reference_iterator_glob_new(&it, r->repo, glob) : git_reference_iterator_new(&it, r->repo);
   if (rc < 0) return push_git_error(L, rc, "cannot list refs");
   size_t n = 0, cap = 64;
   ref_item *items = malloc(cap * sizeof *items);
@@ -1033,12 +1036,23 @@ fail:
 
 int luaopen_mk_git(lua_State *L) {
   pthread_once(&git_once, git_init_once);
-  static const luaL_Reg repo_m[] = {
-      {"commit", repo_commit},       {"set_ref", repo_set_ref}, {"delete_ref", repo_delete_ref},
-      {"ref", repo_ref},             {"refs", repo_refs},       {"symref", repo_symref},
-      {"read", repo_read},           {"ls", repo_ls},           {"info", repo_info},
-      {"exists", repo_exists},       {"missing", repo_missing},       {"diff", repo_diff},       {"pack_refs", repo_pack_refs}, {"repair_refs", repo_repair_refs},
-      {"path", repo_path},           {"close", repo_close},     {NULL, NULL}};
+  static const luaL_Reg repo_m[] = {{"commit", repo_commit},
+                                    {"set_ref", repo_set_ref},
+                                    {"delete_ref", repo_delete_ref},
+                                    {"ref", repo_ref},
+                                    {"refs", repo_refs},
+                                    {"symref", repo_symref},
+                                    {"read", repo_read},
+                                    {"ls", repo_ls},
+                                    {"info", repo_info},
+                                    {"exists", repo_exists},
+                                    {"missing", repo_missing},
+                                    {"diff", repo_diff},
+                                    {"pack_refs", repo_pack_refs},
+                                    {"repair_refs", repo_repair_refs},
+                                    {"path", repo_path},
+                                    {"close", repo_close},
+                                    {NULL, NULL}};
   if (luaL_newmetatable(L, REPO_MT)) {
     luaL_newlib(L, repo_m);
     lua_setfield(L, -2, "__index");
@@ -1050,9 +1064,8 @@ int luaopen_mk_git(lua_State *L) {
     lua_setfield(L, -2, "__tostring");
   }
   lua_pop(L, 1);
-  static const luaL_Reg funcs[] = {
-      {"init", l_init}, {"open", l_open},       {"fsync", l_fsync},
-      {"version", l_version}, {"hash", l_hash}, {NULL, NULL}};
+  static const luaL_Reg funcs[] = {{"init", l_init},       {"open", l_open}, {"fsync", l_fsync},
+                                   {"version", l_version}, {"hash", l_hash}, {NULL, NULL}};
   luaL_newlib(L, funcs);
   return 1;
 }

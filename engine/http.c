@@ -24,7 +24,6 @@
 
 #define XFER_MT "mk.http.request"
 
-
 /* ---- the shared multi handle -------------------------------------------- */
 
 typedef struct {
@@ -32,9 +31,9 @@ typedef struct {
   CURLM *multi;
   uv_timer_t timer;
   int ready;
-  int final;     /* the engine is being closed: its loop has stopped */
-  long live;     /* transfers allocated and not yet freed */
-  long running;  /* transfers inside the multi handle */
+  int final;             /* the engine is being closed: its loop has stopped */
+  long live;             /* transfers allocated and not yet freed */
+  long running;          /* transfers inside the multi handle */
   struct stall *orphans; /* watchdogs whose timer the engine closed for us */
 } http_ctx;
 
@@ -52,9 +51,9 @@ typedef struct xfer {
   struct curl_slist *hdrs;
   char errbuf[CURL_ERROR_SIZE];
   mk_buf body;
-  mk_buf resp_hdrs;     /* "name\0value\0" pairs of the last response */
-  mk_buf partial;       /* the line being received */
-  mk_buf lines;         /* complete lines, each followed by '\n' */
+  mk_buf resp_hdrs; /* "name\0value\0" pairs of the last response */
+  mk_buf partial;   /* the line being received */
+  mk_buf lines;     /* complete lines, each followed by '\n' */
   size_t nlines;
   int want_lines;
   int in_multi;
@@ -64,7 +63,7 @@ typedef struct xfer {
   CURLcode result;
   long status;
   double total_s;
-  long connects;       /* new connections this transfer had to open */
+  long connects;        /* new connections this transfer had to open */
   curl_off_t max_bytes; /* cap on the body received (0: none) */
   curl_off_t rx_bytes;  /* body bytes received so far */
   int too_big;          /* aborted because the body passed max_bytes */
@@ -529,14 +528,14 @@ static void push_headers(lua_State *L, xfer *x) {
 
 static const char *error_kind(CURLcode rc) {
   switch (rc) {
-  case CURLE_OPERATION_TIMEDOUT: return "timeout";
-  case CURLE_URL_MALFORMAT:
-  case CURLE_UNSUPPORTED_PROTOCOL: return "bad_request";
-  case CURLE_PEER_FAILED_VERIFICATION:
-  case CURLE_SSL_CONNECT_ERROR:
-  case CURLE_SSL_CERTPROBLEM:
-  case CURLE_SSL_CACERT_BADFILE: return "tls";
-  default: return "network";
+    case CURLE_OPERATION_TIMEDOUT: return "timeout";
+    case CURLE_URL_MALFORMAT:
+    case CURLE_UNSUPPORTED_PROTOCOL: return "bad_request";
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CACERT_BADFILE: return "tls";
+    default: return "network";
   }
 }
 
@@ -547,8 +546,7 @@ static int push_response(lua_State *L, xfer *x) {
     if (x->too_big || x->result == CURLE_FILESIZE_EXCEEDED)
       mk_push_error(L, "bad_response", "the response passed max_response_bytes (%I bytes); transfer aborted",
                     (lua_Integer)x->max_bytes);
-    else
-      mk_push_error(L, error_kind(x->result), "%s", detail);
+    else mk_push_error(L, error_kind(x->result), "%s", detail);
     lua_pushinteger(L, (lua_Integer)x->result);
     lua_setfield(L, -2, "curl_code");
     if (x->status > 0) {
@@ -615,7 +613,7 @@ static void wait_cancel(mk_op *op) {
   mk_op_finish(op);
 }
 
-static const mk_op_vt wait_vt = { "mk.http.request", wait_results, wait_cancel, NULL };
+static const mk_op_vt wait_vt = {"mk.http.request", wait_results, wait_cancel, NULL};
 
 static int start_wait(lua_State *L, xfer *x, int mode) {
   if (x->waiter) return luaL_error(L, "mk.http: another task is already waiting on this request");
@@ -667,28 +665,28 @@ static int l_live(lua_State *L) {
 /* The friendly entry point, in Lua so that on_line runs as ordinary task
  * code (it may wait, raise, or be cancelled; <close> aborts the transfer). */
 static const char LUA_WRAPPER[] =
-  "local c = ...\n"
-  "local M = { open = c.open, live = c.live, version = c.version }\n"
-  "function M.request(opts)\n"
-  "  if type(opts) ~= 'table' then error('mk.http.request: expected a table of options', 2) end\n"
-  "  local on_line = opts.on_line\n"
-  "  if on_line ~= nil and type(on_line) ~= 'function' then\n"
-  "    error('mk.http.request: on_line must be a function', 2)\n"
-  "  end\n"
-  "  local o = {}\n"
-  "  for k, v in pairs(opts) do o[k] = v end\n"
-  "  o.lines, o.on_line = on_line ~= nil, nil\n"
-  "  local req <close> = c.open(o)\n"
-  "  if on_line then\n"
-  "    while true do\n"
-  "      local lines = req:next_lines()\n"
-  "      if not lines then break end\n"
-  "      for i = 1, #lines do on_line(lines[i]) end\n"
-  "    end\n"
-  "  end\n"
-  "  return req:wait()\n"
-  "end\n"
-  "return M\n";
+    "local c = ...\n"
+    "local M = { open = c.open, live = c.live, version = c.version }\n"
+    "function M.request(opts)\n"
+    "  if type(opts) ~= 'table' then error('mk.http.request: expected a table of options', 2) end\n"
+    "  local on_line = opts.on_line\n"
+    "  if on_line ~= nil and type(on_line) ~= 'function' then\n"
+    "    error('mk.http.request: on_line must be a function', 2)\n"
+    "  end\n"
+    "  local o = {}\n"
+    "  for k, v in pairs(opts) do o[k] = v end\n"
+    "  o.lines, o.on_line = on_line ~= nil, nil\n"
+    "  local req <close> = c.open(o)\n"
+    "  if on_line then\n"
+    "    while true do\n"
+    "      local lines = req:next_lines()\n"
+    "      if not lines then break end\n"
+    "      for i = 1, #lines do on_line(lines[i]) end\n"
+    "    end\n"
+    "  end\n"
+    "  return req:wait()\n"
+    "end\n"
+    "return M\n";
 
 static int l_gc(lua_State *L) {
   xfer *x = luaL_checkudata(L, 1, XFER_MT);
@@ -703,8 +701,7 @@ int luaopen_mk_http(lua_State *L) {
     global_init = 1;
   }
   static const luaL_Reg methods[] = {
-    { "next_lines", l_next_lines }, { "wait", l_wait }, { "status", l_status },
-    { "close", l_close }, { NULL, NULL } };
+      {"next_lines", l_next_lines}, {"wait", l_wait}, {"status", l_status}, {"close", l_close}, {NULL, NULL}};
   luaL_newmetatable(L, XFER_MT);
   luaL_newlib(L, methods);
   lua_setfield(L, -2, "__index");
@@ -714,7 +711,7 @@ int luaopen_mk_http(lua_State *L) {
   lua_setfield(L, -2, "__close");
   lua_pop(L, 1);
 
-  static const luaL_Reg funcs[] = { { "open", l_open }, { "live", l_live }, { NULL, NULL } };
+  static const luaL_Reg funcs[] = {{"open", l_open}, {"live", l_live}, {NULL, NULL}};
   if (luaL_loadbuffer(L, LUA_WRAPPER, sizeof LUA_WRAPPER - 1, "=mk.http") != LUA_OK) return lua_error(L);
   luaL_newlib(L, funcs);
   lua_pushstring(L, curl_version());

@@ -27,8 +27,8 @@
 #include <strings.h>
 #include <time.h>
 
-#define SRV_MT "mk.httpd.server"
-#define REQ_MT "mk.httpd.request"
+#define SRV_MT   "mk.httpd.server"
+#define REQ_MT   "mk.httpd.request"
 #define MAX_BODY (1u << 20)
 
 typedef struct hreq hreq;
@@ -42,9 +42,9 @@ typedef struct server {
   hreq *all;         /* every request alive (to resume them at close) */
   next_op *waiter;
   int closed;
-  int handles; /* uv handles not yet closed */
+  int handles;  /* uv handles not yet closed */
   double cpu_s; /* thread CPU spent inside MHD_run (for the viewer's cost) */
-  long live;   /* requests allocated and not yet freed */
+  long live;    /* requests allocated and not yet freed */
 } server;
 
 enum { R_RECEIVING, R_QUEUED, R_TAKEN, R_READY, R_SENT, R_STREAM };
@@ -107,8 +107,7 @@ static void req_resume(hreq *r) {
   if (!r->conn || !r->suspended) return;
   r->suspended = 0;
   MHD_resume_connection(r->conn);
-  if (!r->srv->closed && !uv_is_closing((uv_handle_t *)&r->srv->timer))
-    uv_timer_start(&r->srv->timer, on_timer, 0, 0);
+  if (!r->srv->closed && !uv_is_closing((uv_handle_t *)&r->srv->timer)) uv_timer_start(&r->srv->timer, on_timer, 0, 0);
 }
 
 /* The server's memory goes once its handles are closed and no request
@@ -593,8 +592,8 @@ static int r_index(lua_State *L) {
 }
 
 int luaopen_mk_httpd(lua_State *L) {
-  static const luaL_Reg srv_m[] = {{"next", s_next}, {"port", s_port}, {"close", s_close},
-                                   {"stats", s_stats}, {NULL, NULL}};
+  static const luaL_Reg srv_m[] = {
+      {"next", s_next}, {"port", s_port}, {"close", s_close}, {"stats", s_stats}, {NULL, NULL}};
   static const luaL_Reg req_m[] = {{"respond", r_respond}, {"stream", r_stream}, {"send", r_send},
                                    {"close", r_close},     {"open", r_open},     {NULL, NULL}};
   luaL_newmetatable(L, SRV_MT);

@@ -17,12 +17,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define KB_INDEX_MT "mk.kb.index"
-#define KB_MAX_TOKEN 64      /* longer runs (hashes, base64) are not words */
-#define KB_MAX_DEPTH 16      /* directory recursion limit (symlink loops) */
+#define KB_INDEX_MT      "mk.kb.index"
+#define KB_MAX_TOKEN     64 /* longer runs (hashes, base64) are not words */
+#define KB_MAX_DEPTH     16 /* directory recursion limit (symlink loops) */
 #define KB_DEFAULT_CHUNK 2400
-#define KB_BM25_K1 1.2
-#define KB_BM25_B 0.75
+#define KB_BM25_K1       1.2
+#define KB_BM25_B        0.75
 
 /* ---- growable byte buffer and small helpers ------------------------------ */
 
@@ -67,7 +67,10 @@ static void sanitize_utf8(kb_buf *out, const char *s, size_t n) {
   size_t i = 0;
   while (i < n) {
     unsigned char c = (unsigned char)s[i];
-    if (c == '\r' && i + 1 < n && s[i + 1] == '\n') { i++; continue; }
+    if (c == '\r' && i + 1 < n && s[i + 1] == '\n') {
+      i++;
+      continue;
+    }
     if (c != 0 && c < 0x80) {
       size_t j = i;
       while (j < n && (unsigned char)s[j] < 0x80 && s[j] != 0 && s[j] != '\r') j++;
@@ -78,9 +81,19 @@ static void sanitize_utf8(kb_buf *out, const char *s, size_t n) {
     }
     size_t len = 0;
     uint32_t cp = 0, min = 0;
-    if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; min = 0x80; }
-    else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; min = 0x800; }
-    else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; min = 0x10000; }
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+      cp = c & 0x1F;
+      min = 0x80;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      cp = c & 0x0F;
+      min = 0x800;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      cp = c & 0x07;
+      min = 0x10000;
+    }
     int ok = len > 0 && i + len <= n;
     for (size_t k = 1; ok && k < len; k++) {
       unsigned char d = (unsigned char)s[i + k];
@@ -88,8 +101,13 @@ static void sanitize_utf8(kb_buf *out, const char *s, size_t n) {
       else cp = (cp << 6) | (d & 0x3F);
     }
     if (ok && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))) ok = 0;
-    if (ok) { buf_add(out, s + i, len); i += len; }
-    else { buf_add(out, repl, 3); i += 1; }
+    if (ok) {
+      buf_add(out, s + i, len);
+      i += len;
+    } else {
+      buf_add(out, repl, 3);
+      i += 1;
+    }
   }
   if (!out->p) buf_add(out, "", 0);
 }
@@ -104,11 +122,11 @@ static int is_upper(unsigned char c) { return c >= 'A' && c <= 'Z'; }
 static int is_sep(unsigned char c) { return c == '.' || c == '_' || c == '-'; }
 
 static const char *const stopwords[] = {
-  "a", "about", "also", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "do", "does",
-  "for", "from", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "my", "of", "on",
-  "or", "our", "so", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those",
-  "to", "was", "we", "were", "what", "when", "where", "which", "while", "who", "why", "will", "with",
-  "would", "you", "your", NULL,
+    "a",    "about", "also",  "an",    "and",  "are",  "as",    "at",   "be",    "been", "but",  "by",
+    "can",  "do",    "does",  "for",   "from", "has",  "have",  "how",  "i",     "if",   "in",   "into",
+    "is",   "it",    "its",   "my",    "of",   "on",   "or",    "our",  "so",    "that", "the",  "their",
+    "them", "then",  "there", "these", "they", "this", "those", "to",   "was",   "we",   "were", "what",
+    "when", "where", "which", "while", "who",  "why",  "will",  "with", "would", "you",  "your", NULL,
 };
 
 /* The list is sorted, so the words starting with one letter are a run. */
@@ -135,10 +153,15 @@ static size_t stem(char *w, size_t n) {
   for (size_t i = 1; i + 1 < n; i++)
     if (w[i] == 'z' && (w[i - 1] == 'i' || w[i - 1] == 'y') && (w[i + 1] == 'e' || w[i + 1] == 'i' || w[i + 1] == 'a'))
       w[i] = 's';
-  if (n > 4 && w[n - 3] == 'o' && w[n - 2] == 'u' && w[n - 1] == 'r') { w[n - 2] = 'r'; n -= 1; }
+  if (n > 4 && w[n - 3] == 'o' && w[n - 2] == 'u' && w[n - 1] == 'r') {
+    w[n - 2] = 'r';
+    n -= 1;
+  }
   if (w[n - 1] == 's') {
-    if (n > 4 && w[n - 3] == 'i' && w[n - 2] == 'e') { w[n - 3] = 'y'; n -= 2; }
-    else if (w[n - 2] != 's' && w[n - 2] != 'u' && w[n - 2] != 'i' && w[n - 2] != 'a') n -= 1;
+    if (n > 4 && w[n - 3] == 'i' && w[n - 2] == 'e') {
+      w[n - 3] = 'y';
+      n -= 2;
+    } else if (w[n - 2] != 's' && w[n - 2] != 'u' && w[n - 2] != 'i' && w[n - 2] != 'a') n -= 1;
   }
   size_t cut = 0;
   if (n >= 7 && memcmp(w + n - 3, "ing", 3) == 0) cut = 3;
@@ -176,8 +199,7 @@ static void emit_camel_parts(const char *s, size_t n, kb_emit_fn emit, void *ud)
   starts[k++] = 0;
   for (size_t i = 1; i < n; i++) {
     unsigned char p = (unsigned char)s[i - 1], c = (unsigned char)s[i];
-    if ((is_lower(p) && is_upper(c)) ||
-        (is_upper(p) && is_upper(c) && i + 1 < n && is_lower((unsigned char)s[i + 1])))
+    if ((is_lower(p) && is_upper(c)) || (is_upper(p) && is_upper(c) && i + 1 < n && is_lower((unsigned char)s[i + 1])))
       starts[k++] = i;
   }
   if (k < 2) return;
@@ -196,20 +218,33 @@ static void tokenize(const char *s, size_t n, kb_emit_fn emit, void *ud) {
     size_t start = i;
     for (;;) {
       while (i < n && is_word((unsigned char)s[i])) i++;
-      if (i + 1 < n && (s[i] == '.' || s[i] == '-') && is_word((unsigned char)s[i + 1])) { i++; continue; }
+      if (i + 1 < n && (s[i] == '.' || s[i] == '-') && is_word((unsigned char)s[i + 1])) {
+        i++;
+        continue;
+      }
       break;
     }
     size_t len = i - start;
     if (len == 0) continue;
     /* trim '_' at the ends (`__init__`, `_private`) but keep inner ones */
     const char *w = s + start;
-    while (len > 0 && w[0] == '_') { w++; len--; }
+    while (len > 0 && w[0] == '_') {
+      w++;
+      len--;
+    }
     while (len > 0 && w[len - 1] == '_') len--;
     if (len == 0 || len > KB_MAX_TOKEN) continue;
     emit_word(w, len, emit, ud);
     int has_sep = 0;
-    for (size_t j = 0; j < len; j++) if (is_sep((unsigned char)w[j])) { has_sep = 1; break; }
-    if (!has_sep) { emit_camel_parts(w, len, emit, ud); continue; }
+    for (size_t j = 0; j < len; j++)
+      if (is_sep((unsigned char)w[j])) {
+        has_sep = 1;
+        break;
+      }
+    if (!has_sep) {
+      emit_camel_parts(w, len, emit, ud);
+      continue;
+    }
     size_t a = 0;
     for (size_t j = 0; j <= len; j++) {
       if (j == len || is_sep((unsigned char)w[j])) {
@@ -281,7 +316,10 @@ static void emit_piece(kb_chunker *c, const char *s, size_t n, unsigned line) {
     const char *nl = memchr(s, '\n', n);
     size_t ln = nl ? (size_t)(nl - s) : n;
     if (!is_blank_line(s, ln)) break;
-    if (!nl) { n = 0; break; }
+    if (!nl) {
+      n = 0;
+      break;
+    }
     s += ln + 1;
     n -= ln + 1;
     line++;
@@ -307,8 +345,11 @@ static void emit_section(kb_chunker *c, const char *s, size_t n, unsigned line) 
       char ch;
       size_t k;
       if (fence_marker(s + i, ln, &ch, &k)) {
-        if (!in_fence) { in_fence = 1; fch = ch; flen = k; }
-        else if (ch == fch && k >= flen) in_fence = 0;
+        if (!in_fence) {
+          in_fence = 1;
+          fch = ch;
+          flen = k;
+        } else if (ch == fch && k >= flen) in_fence = 0;
       } else if (!in_fence && i > 0 && is_blank_line(s + i, ln)) {
         blank = i;
       }
@@ -321,7 +362,8 @@ static void emit_section(kb_chunker *c, const char *s, size_t n, unsigned line) 
       while (cut > 1 && ((unsigned char)s[cut] & 0xC0) == 0x80) cut--;
     }
     emit_piece(c, s, cut, line);
-    for (size_t j = 0; j < cut; j++) if (s[j] == '\n') line++;
+    for (size_t j = 0; j < cut; j++)
+      if (s[j] == '\n') line++;
     s += cut;
     n -= cut;
   }
@@ -367,7 +409,10 @@ static int setext_text(const char *s, size_t n) {
 }
 
 static void open_heading(kb_chunker *c, int level, const char *t, size_t tn) {
-  for (int l = level; l <= 6; l++) { free(c->levels[l]); c->levels[l] = NULL; }
+  for (int l = level; l <= 6; l++) {
+    free(c->levels[l]);
+    c->levels[l] = NULL;
+  }
   c->levels[level] = xstrndup(t, tn);
   set_title(c);
 }
@@ -376,7 +421,7 @@ static void open_heading(kb_chunker *c, int level, const char *t, size_t tn) {
  * and setext headings (a paragraph line underlined with === or ---) that
  * are not inside code fences. Text before the first heading has title "". */
 static void chunk_markdown(const char *s, size_t n, size_t max_chunk, kb_chunk_fn fn, void *ud) {
-  kb_chunker c = { .max_chunk = max_chunk ? max_chunk : KB_DEFAULT_CHUNK, .fn = fn, .ud = ud };
+  kb_chunker c = {.max_chunk = max_chunk ? max_chunk : KB_DEFAULT_CHUNK, .fn = fn, .ud = ud};
   set_title(&c);
   size_t i = 0, body = 0;
   unsigned line = 1, body_line = 1;
@@ -397,8 +442,11 @@ static void chunk_markdown(const char *s, size_t n, size_t max_chunk, kb_chunk_f
     size_t tn;
     int level, cand = 0;
     if (fence_marker(s + i, ln, &ch, &k)) {
-      if (!in_fence) { in_fence = 1; fch = ch; flen = k; }
-      else if (ch == fch && k >= flen) in_fence = 0;
+      if (!in_fence) {
+        in_fence = 1;
+        fch = ch;
+        flen = k;
+      } else if (ch == fch && k >= flen) in_fence = 0;
       after_break = 0;
     } else if (in_fence) {
       after_break = 0;
@@ -433,18 +481,36 @@ static void chunk_markdown(const char *s, size_t n, size_t max_chunk, kb_chunk_f
 
 /* ---- the index ------------------------------------------------------------- */
 
-typedef struct { uint32_t chunk, tf; } kb_posting;
-typedef struct { uint32_t off, len, hash; uint32_t n, cap; kb_posting *p; } kb_term; /* off: into the arena */
-typedef struct { uint32_t file; char *title, *text; size_t text_len; unsigned line; uint32_t ntok; } kb_chunk;
+typedef struct {
+  uint32_t chunk, tf;
+} kb_posting;
+typedef struct {
+  uint32_t off, len, hash;
+  uint32_t n, cap;
+  kb_posting *p;
+} kb_term; /* off: into the arena */
+typedef struct {
+  uint32_t file;
+  char *title, *text;
+  size_t text_len;
+  unsigned line;
+  uint32_t ntok;
+} kb_chunk;
 /* A hash slot keeps the hash beside the term id so probes do not touch the
  * term array (the index build is dominated by these lookups). */
-typedef struct { uint32_t hash, id; } kb_slot; /* id = term index + 1 */
-typedef struct { char *path, *name; int64_t mtime_ns, size; uint32_t dir; } kb_file; /* dir: 1-based, 0 = add() */
+typedef struct {
+  uint32_t hash, id;
+} kb_slot; /* id = term index + 1 */
+typedef struct {
+  char *path, *name;
+  int64_t mtime_ns, size;
+  uint32_t dir;
+} kb_file; /* dir: 1-based, 0 = add() */
 
 typedef struct {
   kb_term *terms;
   uint32_t nterms, capterms;
-  kb_buf arena; /* every term's bytes, back to back: lookups stay cache-friendly */
+  kb_buf arena;   /* every term's bytes, back to back: lookups stay cache-friendly */
   kb_slot *slots; /* open addressing; id 0 = empty */
   uint32_t nslots;
   kb_chunk *chunks;
@@ -465,7 +531,10 @@ typedef struct {
 
 static uint32_t fnv1a(const char *s, size_t n) {
   uint32_t h = 2166136261u;
-  for (size_t i = 0; i < n; i++) { h ^= (unsigned char)s[i]; h *= 16777619u; }
+  for (size_t i = 0; i < n; i++) {
+    h ^= (unsigned char)s[i];
+    h *= 16777619u;
+  }
   /* FNV's low bits mix poorly and the table is indexed by them: finalise
    * (murmur3 fmix32) so probe chains stay short. */
   h ^= h >> 16;
@@ -479,12 +548,15 @@ static uint32_t fnv1a(const char *s, size_t n) {
 static void rehash(kb_index *ix, uint32_t nslots) {
   free(ix->slots);
   ix->slots = calloc(nslots, sizeof *ix->slots);
-  if (!ix->slots) { fputs("mk.kb: out of memory\n", stderr); abort(); }
+  if (!ix->slots) {
+    fputs("mk.kb: out of memory\n", stderr);
+    abort();
+  }
   ix->nslots = nslots;
   for (uint32_t t = 0; t < ix->nterms; t++) {
     uint32_t j = ix->terms[t].hash & (nslots - 1);
     while (ix->slots[j].id) j = (j + 1) & (nslots - 1);
-    ix->slots[j] = (kb_slot){ ix->terms[t].hash, t + 1 };
+    ix->slots[j] = (kb_slot){ix->terms[t].hash, t + 1};
   }
 }
 
@@ -507,13 +579,13 @@ static uint32_t term_id(kb_index *ix, const char *s, size_t n, int create) {
     ix->terms = xrealloc(ix->terms, ix->capterms * sizeof *ix->terms);
   }
   uint32_t id = ix->nterms++;
-  ix->terms[id] = (kb_term){ .off = (uint32_t)ix->arena.n, .len = (uint32_t)n, .hash = h };
+  ix->terms[id] = (kb_term){.off = (uint32_t)ix->arena.n, .len = (uint32_t)n, .hash = h};
   buf_add(&ix->arena, s, n);
   if ((uint64_t)ix->nterms * 2 > ix->nslots) rehash(ix, ix->nslots ? ix->nslots * 2 : 2048);
   else {
     uint32_t j = h & (ix->nslots - 1);
     while (ix->slots[j].id) j = (j + 1) & (ix->nslots - 1);
-    ix->slots[j] = (kb_slot){ h, id + 1 };
+    ix->slots[j] = (kb_slot){h, id + 1};
   }
   return id;
 }
@@ -532,12 +604,15 @@ static int cmp_u32(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-typedef struct { kb_index *ix; uint32_t file; const char *fallback_title; } kb_add_ctx;
+typedef struct {
+  kb_index *ix;
+  uint32_t file;
+  const char *fallback_title;
+} kb_add_ctx;
 
 /* Index one chunk: title path tokens, the chunk's own heading once more
  * (a title match is a strong signal), then the body. */
-static void add_chunk(void *ud, const char *title, const char *heading, const char *text, size_t len,
-                      unsigned line) {
+static void add_chunk(void *ud, const char *title, const char *heading, const char *text, size_t len, unsigned line) {
   kb_add_ctx *ctx = ud;
   kb_index *ix = ctx->ix;
   if (!title[0]) title = ctx->fallback_title;
@@ -550,9 +625,12 @@ static void add_chunk(void *ud, const char *title, const char *heading, const ch
     ix->chunks = xrealloc(ix->chunks, ix->capchunks * sizeof *ix->chunks);
   }
   uint32_t cid = ix->nchunks++;
-  ix->chunks[cid] = (kb_chunk){ .file = ctx->file, .title = xstrndup(title, strlen(title)),
-                                .text = xstrndup(text, len), .text_len = len, .line = line,
-                                .ntok = (uint32_t)ix->ntmp };
+  ix->chunks[cid] = (kb_chunk){.file = ctx->file,
+                               .title = xstrndup(title, strlen(title)),
+                               .text = xstrndup(text, len),
+                               .text_len = len,
+                               .line = line,
+                               .ntok = (uint32_t)ix->ntmp};
   ix->total_tokens += ix->ntmp;
   if (ix->ntmp > 1) qsort(ix->tmp, ix->ntmp, sizeof *ix->tmp, cmp_u32);
   for (size_t i = 0; i < ix->ntmp;) {
@@ -563,7 +641,7 @@ static void add_chunk(void *ud, const char *title, const char *heading, const ch
       t->cap = t->cap ? t->cap * 2 : 4;
       t->p = xrealloc(t->p, t->cap * sizeof *t->p);
     }
-    t->p[t->n++] = (kb_posting){ cid, (uint32_t)(j - i) };
+    t->p[t->n++] = (kb_posting){cid, (uint32_t)(j - i)};
     i = j;
   }
 }
@@ -574,7 +652,7 @@ static uint32_t add_file_entry(kb_index *ix, const char *path, const char *name,
     ix->capfiles = ix->capfiles ? ix->capfiles * 2 : 64;
     ix->files = xrealloc(ix->files, ix->capfiles * sizeof *ix->files);
   }
-  ix->files[ix->nfiles] = (kb_file){ xstrndup(path, strlen(path)), xstrndup(name, strlen(name)), mtime_ns, size, dir };
+  ix->files[ix->nfiles] = (kb_file){xstrndup(path, strlen(path)), xstrndup(name, strlen(name)), mtime_ns, size, dir};
   return ix->nfiles++;
 }
 
@@ -588,12 +666,12 @@ static char *stem_of(const char *name) {
   return xstrndup(b, n);
 }
 
-static size_t index_text(kb_index *ix, const char *path, const char *name, const char *text, size_t n,
-                         int64_t mtime_ns, int64_t size, uint32_t dir) {
-  kb_buf clean = { 0 };
+static size_t index_text(kb_index *ix, const char *path, const char *name, const char *text, size_t n, int64_t mtime_ns,
+                         int64_t size, uint32_t dir) {
+  kb_buf clean = {0};
   sanitize_utf8(&clean, text, n);
   char *stem = stem_of(name);
-  kb_add_ctx ctx = { ix, add_file_entry(ix, path, name, mtime_ns, size, dir), stem };
+  kb_add_ctx ctx = {ix, add_file_entry(ix, path, name, mtime_ns, size, dir), stem};
   uint32_t before = ix->nchunks;
   chunk_markdown(clean.p, clean.n, ix->max_chunk, add_chunk, &ctx);
   ix->bytes += n;
@@ -604,8 +682,14 @@ static size_t index_text(kb_index *ix, const char *path, const char *name, const
 
 /* ---- directory walking ------------------------------------------------------ */
 
-typedef struct { char *path, *name; int64_t mtime_ns, size; } kb_found;
-typedef struct { kb_found *v; size_t n, cap; } kb_found_list;
+typedef struct {
+  char *path, *name;
+  int64_t mtime_ns, size;
+} kb_found;
+typedef struct {
+  kb_found *v;
+  size_t n, cap;
+} kb_found_list;
 
 static int is_markdown(const char *name) {
   size_t n = strlen(name);
@@ -623,8 +707,7 @@ static int skipped(char *const *skip, uint32_t nskip, const char *rel) {
 /* Collect markdown files under dir (sorted; hidden entries and the
  * subdirectories named in skip, relative to root, left out).
  * Returns 0, or -1 with errno set when dir itself cannot be read. */
-static int walk(const char *root, const char *rel, int depth, char *const *skip, uint32_t nskip,
-                kb_found_list *out) {
+static int walk(const char *root, const char *rel, int depth, char *const *skip, uint32_t nskip, kb_found_list *out) {
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s%s%s", root, rel[0] ? "/" : "", rel);
   DIR *d = opendir(dir);
@@ -634,7 +717,10 @@ static int walk(const char *root, const char *rel, int depth, char *const *skip,
   struct dirent *de;
   while ((de = readdir(d))) {
     if (de->d_name[0] == '.') continue;
-    if (n == cap) { cap = cap ? cap * 2 : 32; names = xrealloc(names, cap * sizeof *names); }
+    if (n == cap) {
+      cap = cap ? cap * 2 : 32;
+      names = xrealloc(names, cap * sizeof *names);
+    }
     names[n++] = xstrndup(de->d_name, strlen(de->d_name));
   }
   closedir(d);
@@ -647,12 +733,14 @@ static int walk(const char *root, const char *rel, int depth, char *const *skip,
     if (pn >= 0 && (size_t)pn < sizeof path && stat(path, &st) == 0) {
       if (S_ISDIR(st.st_mode)) {
         if (depth < KB_MAX_DEPTH && !skipped(skip, nskip, r)) walk(root, r, depth + 1, skip, nskip, out);
-      }
-      else if (S_ISREG(st.st_mode) && is_markdown(names[i])) {
-        if (out->n == out->cap) { out->cap = out->cap ? out->cap * 2 : 64; out->v = xrealloc(out->v, out->cap * sizeof *out->v); }
-        out->v[out->n++] = (kb_found){ xstrndup(path, strlen(path)), xstrndup(r, strlen(r)),
-                                       (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
-                                       (int64_t)st.st_size };
+      } else if (S_ISREG(st.st_mode) && is_markdown(names[i])) {
+        if (out->n == out->cap) {
+          out->cap = out->cap ? out->cap * 2 : 64;
+          out->v = xrealloc(out->v, out->cap * sizeof *out->v);
+        }
+        out->v[out->n++] =
+            (kb_found){xstrndup(path, strlen(path)), xstrndup(r, strlen(r)),
+                       (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, (int64_t)st.st_size};
       }
     }
     free(names[i]);
@@ -662,20 +750,26 @@ static int walk(const char *root, const char *rel, int depth, char *const *skip,
 }
 
 static void found_free(kb_found_list *l) {
-  for (size_t i = 0; i < l->n; i++) { free(l->v[i].path); free(l->v[i].name); }
+  for (size_t i = 0; i < l->n; i++) {
+    free(l->v[i].path);
+    free(l->v[i].name);
+  }
   free(l->v);
 }
 
 static char *read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
-  kb_buf b = { 0 };
+  kb_buf b = {0};
   char tmp[65536];
   size_t r;
   while ((r = fread(tmp, 1, sizeof tmp, f)) > 0) buf_add(&b, tmp, r);
   int err = ferror(f);
   fclose(f);
-  if (err) { free(b.p); return NULL; }
+  if (err) {
+    free(b.p);
+    return NULL;
+  }
   if (!b.p) buf_add(&b, "", 0);
   *len = b.n;
   return b.p;
@@ -701,8 +795,14 @@ static void index_release(kb_index *ix) {
   ix->closed = 1;
   for (uint32_t i = 0; i < ix->nterms; i++) free(ix->terms[i].p);
   free(ix->arena.p);
-  for (uint32_t i = 0; i < ix->nchunks; i++) { free(ix->chunks[i].title); free(ix->chunks[i].text); }
-  for (uint32_t i = 0; i < ix->nfiles; i++) { free(ix->files[i].path); free(ix->files[i].name); }
+  for (uint32_t i = 0; i < ix->nchunks; i++) {
+    free(ix->chunks[i].title);
+    free(ix->chunks[i].text);
+  }
+  for (uint32_t i = 0; i < ix->nfiles; i++) {
+    free(ix->files[i].path);
+    free(ix->files[i].name);
+  }
   for (uint32_t i = 0; i < ix->ndirs; i++) free(ix->dirs[i]);
   for (uint32_t i = 0; i < ix->nskip; i++) free(ix->skip[i]);
   free(ix->skip);
@@ -741,7 +841,7 @@ static int index_dir(lua_State *L, kb_index *ix, const char *dir) {
   if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
     return mk_push_error(L, "not_found", "knowledge-base directory %s does not exist", dir);
   char *root = dir_copy(dir);
-  kb_found_list found = { 0 };
+  kb_found_list found = {0};
   if (walk(root, "", 0, ix->skip, ix->nskip, &found) != 0) {
     int e = errno;
     free(root);
@@ -799,7 +899,10 @@ static int l_open(lua_State *L) {
     lua_geti(L, -2, i);
     const char *dir = lua_tostring(L, -1);
     int r = index_dir(L, ix, dir);
-    if (r) { index_release(ix); return r; }
+    if (r) {
+      index_release(ix);
+      return r;
+    }
     lua_pop(L, 1);
   }
   return 1;
@@ -832,7 +935,10 @@ static int l_add_dir(lua_State *L) {
   return 1;
 }
 
-typedef struct { uint32_t id; double score; } kb_hit;
+typedef struct {
+  uint32_t id;
+  double score;
+} kb_hit;
 
 static int cmp_hit(const void *a, const void *b) {
   const kb_hit *x = a, *y = b;
@@ -840,14 +946,22 @@ static int cmp_hit(const void *a, const void *b) {
   return x->id < y->id ? -1 : x->id > y->id;
 }
 
-typedef struct { kb_index *ix; uint32_t *ids; size_t n, cap; } kb_query;
+typedef struct {
+  kb_index *ix;
+  uint32_t *ids;
+  size_t n, cap;
+} kb_query;
 
 static void collect_query(void *ud, const char *tok, size_t len) {
   kb_query *q = ud;
   uint32_t id = term_id(q->ix, tok, len, 0);
   if (id == UINT32_MAX) return;
-  for (size_t i = 0; i < q->n; i++) if (q->ids[i] == id) return;
-  if (q->n == q->cap) { q->cap = q->cap ? q->cap * 2 : 16; q->ids = xrealloc(q->ids, q->cap * sizeof *q->ids); }
+  for (size_t i = 0; i < q->n; i++)
+    if (q->ids[i] == id) return;
+  if (q->n == q->cap) {
+    q->cap = q->cap ? q->cap * 2 : 16;
+    q->ids = xrealloc(q->ids, q->cap * sizeof *q->ids);
+  }
   q->ids[q->n++] = id;
 }
 
@@ -861,13 +975,19 @@ static int l_search(lua_State *L) {
   luaL_argcheck(L, k >= 1, 3, "k must be >= 1");
   lua_newtable(L);
   if (ix->nchunks == 0) return 1;
-  kb_query query = { ix, NULL, 0, 0 };
+  kb_query query = {ix, NULL, 0, 0};
   tokenize(q, qn, collect_query, &query);
-  if (query.n == 0) { free(query.ids); return 1; }
+  if (query.n == 0) {
+    free(query.ids);
+    return 1;
+  }
   double *score = calloc(ix->nchunks, sizeof *score);
   kb_hit *hits = NULL;
   size_t nh = 0, caph = 0;
-  if (!score) { free(query.ids); return luaL_error(L, "mk.kb: out of memory"); }
+  if (!score) {
+    free(query.ids);
+    return luaL_error(L, "mk.kb: out of memory");
+  }
   double N = ix->nchunks, avgdl = (double)ix->total_tokens / N;
   if (avgdl <= 0) avgdl = 1;
   for (size_t i = 0; i < query.n; i++) {
@@ -879,7 +999,10 @@ static int l_search(lua_State *L) {
       double tf = t->p[j].tf, dl = ix->chunks[c].ntok;
       double s = idf * tf * (KB_BM25_K1 + 1) / (tf + KB_BM25_K1 * (1 - KB_BM25_B + KB_BM25_B * dl / avgdl));
       if (score[c] == 0) {
-        if (nh == caph) { caph = caph ? caph * 2 : 64; hits = xrealloc(hits, caph * sizeof *hits); }
+        if (nh == caph) {
+          caph = caph ? caph * 2 : 64;
+          hits = xrealloc(hits, caph * sizeof *hits);
+        }
         hits[nh++].id = c;
       }
       score[c] += s;
@@ -937,7 +1060,7 @@ static int l_stale(lua_State *L) {
   int stale = 0;
   uint32_t f = 0;
   for (uint32_t d = 1; d <= ix->ndirs && !stale; d++) {
-    kb_found_list found = { 0 };
+    kb_found_list found = {0};
     if (walk(ix->dirs[d - 1], "", 0, ix->skip, ix->nskip, &found) != 0) stale = 1;
     size_t i = 0;
     for (; f < ix->nfiles && !stale; f++) {
@@ -969,7 +1092,10 @@ static int l_tostring(lua_State *L) {
   return 1;
 }
 
-typedef struct { lua_State *L; int n; } kb_list_ctx;
+typedef struct {
+  lua_State *L;
+  int n;
+} kb_list_ctx;
 
 static void push_token(void *ud, const char *tok, size_t len) {
   kb_list_ctx *c = ud;
@@ -982,13 +1108,12 @@ static int l_tokens(lua_State *L) {
   size_t n;
   const char *s = luaL_checklstring(L, 1, &n);
   lua_newtable(L);
-  kb_list_ctx c = { L, 0 };
+  kb_list_ctx c = {L, 0};
   tokenize(s, n, push_token, &c);
   return 1;
 }
 
-static void push_chunk(void *ud, const char *title, const char *heading, const char *text, size_t len,
-                       unsigned line) {
+static void push_chunk(void *ud, const char *title, const char *heading, const char *text, size_t len, unsigned line) {
   kb_list_ctx *c = ud;
   (void)heading;
   lua_createtable(c->L, 0, 3);
@@ -1008,10 +1133,10 @@ static int l_chunks(lua_State *L) {
   const char *s = luaL_checklstring(L, 1, &n);
   if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
   size_t max_chunk = opt_max_chunk(L, 2);
-  kb_buf clean = { 0 };
+  kb_buf clean = {0};
   sanitize_utf8(&clean, s, n);
   lua_newtable(L);
-  kb_list_ctx c = { L, 0 };
+  kb_list_ctx c = {L, 0};
   chunk_markdown(clean.p, clean.n, max_chunk, push_chunk, &c);
   free(clean.p);
   return 1;
@@ -1019,11 +1144,11 @@ static int l_chunks(lua_State *L) {
 
 int luaopen_mk_kb(lua_State *L) {
   static const luaL_Reg methods[] = {
-    { "search", l_search }, { "add", l_add }, { "add_dir", l_add_dir }, { "stats", l_stats },
-    { "stale", l_stale }, { "close", l_close }, { NULL, NULL },
+      {"search", l_search}, {"add", l_add},     {"add_dir", l_add_dir}, {"stats", l_stats},
+      {"stale", l_stale},   {"close", l_close}, {NULL, NULL},
   };
   static const luaL_Reg funcs[] = {
-    { "open", l_open }, { "new", l_new }, { "tokens", l_tokens }, { "chunks", l_chunks }, { NULL, NULL },
+      {"open", l_open}, {"new", l_new}, {"tokens", l_tokens}, {"chunks", l_chunks}, {NULL, NULL},
   };
   if (luaL_newmetatable(L, KB_INDEX_MT)) {
     luaL_newlib(L, methods);

@@ -37,14 +37,14 @@ enum {
 typedef struct {
   const char *file; /* absolute path: no PATH search */
   char **args;
-  char **env;       /* NULL: the engine's environment */
-  const char *cwd;  /* NULL: the engine's */
-  int stdio_count;  /* fds 0 .. stdio_count-1 */
+  char **env;      /* NULL: the engine's environment */
+  const char *cwd; /* NULL: the engine's */
+  int stdio_count; /* fds 0 .. stdio_count-1 */
   struct {
     int mode;
     uv_pipe_t *pipe; /* READ / WRITE: initialised (uv_pipe_init), not open */
   } stdio[MK_SPAWN_MAX_STDIO];
-  void *data;       /* p->sig.data */
+  void *data; /* p->sig.data */
   mk_proc_exit_cb exit_cb;
 } mk_spawn_options;
 

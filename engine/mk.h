@@ -79,10 +79,10 @@ int mk_pcall(lua_State *L, int nargs, int nresults);
 /* ---- operations --------------------------------------------------------- */
 
 typedef struct mk_op_vt {
-  const char *name;                               /* for messages */
-  int (*results)(lua_State *L, mk_op *op);        /* push results, return n */
-  void (*cancel)(mk_op *op);                      /* stop work, then finish */
-  void (*free)(mk_op *op);                        /* optional */
+  const char *name;                        /* for messages */
+  int (*results)(lua_State *L, mk_op *op); /* push results, return n */
+  void (*cancel)(mk_op *op);               /* stop work, then finish */
+  void (*free)(mk_op *op);                 /* optional */
 } mk_op_vt;
 
 struct mk_op {

@@ -25,8 +25,8 @@
 extern char **environ;
 
 #define DEFAULT_MAX_OUTPUT ((size_t)64 << 20)
-#define KILL_GRACE_MS 1000 /* wrapper's time to kill + reap after SIGTERM */
-#define EOF_GRACE_MS 2000  /* after exit: pipes still open are closed */
+#define KILL_GRACE_MS      1000 /* wrapper's time to kill + reap after SIGTERM */
+#define EOF_GRACE_MS       2000 /* after exit: pipes still open are closed */
 
 typedef struct {
   char *p;
@@ -42,7 +42,7 @@ typedef struct {
   uv_pipe_t in, out, err, rep;
   uv_timer_t timer;
   uv_write_t wreq;
-  int handles;   /* open handles; the op finishes when this reaches 0 */
+  int handles; /* open handles; the op finishes when this reaches 0 */
   int phase;
   int spawned, exited, timed_out, stopping;
   int spawn_err; /* uv error from mk_spawn */
@@ -130,7 +130,7 @@ static void on_timer(uv_timer_t *t);
 static void tree_term(const mk_proc *wrapper, int64_t child_pid, uv_timer_t *grace, uv_timer_cb cb) {
   if (child_pid > 0) kill(-(pid_t)child_pid, SIGKILL);
   if (wrapper->pid > 0) kill(wrapper->pid, SIGTERM); /* not reaped yet: still ours */
-  uv_update_time(grace->loop); /* may come from Lua after a long stretch of work */
+  uv_update_time(grace->loop);                       /* may come from Lua after a long stretch of work */
   uv_timer_start(grace, cb, KILL_GRACE_MS, 0);
 }
 
@@ -156,18 +156,16 @@ static void stop(proc_op *o) {
 static void on_timer(uv_timer_t *t) {
   proc_op *o = t->data;
   switch (o->phase) {
-  case PH_RUN:
-    o->timed_out = 1;
-    stop(o);
-    break;
-  case PH_KILL:
-    tree_kill(o->proc.pid, o->child_pid);
-    break;
-  case PH_EOF:
-    /* A descendant escaped the wrapper and holds a pipe: stop waiting. */
-    close_pipes(o);
-    maybe_done(o);
-    break;
+    case PH_RUN:
+      o->timed_out = 1;
+      stop(o);
+      break;
+    case PH_KILL: tree_kill(o->proc.pid, o->child_pid); break;
+    case PH_EOF:
+      /* A descendant escaped the wrapper and holds a pipe: stop waiting. */
+      close_pipes(o);
+      maybe_done(o);
+      break;
   }
 }
 
@@ -338,7 +336,8 @@ static const char *exec_path(void) {
   const char *e = getenv("MKENGINE_EXEC");
   if (e && *e) return e;
   static char near_exe[PATH_MAX];
-  if (mk_find_helper("engine/exec/mk-exec", "libexec/mkengine/mk-exec", near_exe, sizeof near_exe) == 0) return near_exe;
+  if (mk_find_helper("engine/exec/mk-exec", "libexec/mkengine/mk-exec", near_exe, sizeof near_exe) == 0)
+    return near_exe;
 #ifdef MK_EXEC_PATH
   if (access(MK_EXEC_PATH, X_OK) == 0) return MK_EXEC_PATH;
 #endif
@@ -562,10 +561,15 @@ static int parse_spec(lua_State *L, spec *sp) {
  * cost independent of the engine's size): stdin from `in` (NULL: /dev/null,
  * or the engine's own stdin with inherit_in), stdout, stderr and the report
  * socket into out, err, rep. Returns 0 or a libuv error code. */
-static int start_wrapper(uv_loop_t *loop, mk_proc *p, const spec *sp, uv_pipe_t *in, int inherit_in,
-                         uv_pipe_t *out, uv_pipe_t *err, uv_pipe_t *rep, void *data, mk_proc_exit_cb cb) {
-  mk_spawn_options so = {.file = sp->helper, .args = sp->args, .env = sp->env, .cwd = sp->cwd,
-                         .stdio_count = 4, .data = data, .exit_cb = cb};
+static int start_wrapper(uv_loop_t *loop, mk_proc *p, const spec *sp, uv_pipe_t *in, int inherit_in, uv_pipe_t *out,
+                         uv_pipe_t *err, uv_pipe_t *rep, void *data, mk_proc_exit_cb cb) {
+  mk_spawn_options so = {.file = sp->helper,
+                         .args = sp->args,
+                         .env = sp->env,
+                         .cwd = sp->cwd,
+                         .stdio_count = 4,
+                         .data = data,
+                         .exit_cb = cb};
   so.stdio[0].mode = in ? MK_STDIO_READ : inherit_in ? MK_STDIO_INHERIT : MK_STDIO_NULL;
   so.stdio[0].pipe = in;
   so.stdio[1].mode = so.stdio[2].mode = so.stdio[3].mode = MK_STDIO_WRITE;
@@ -673,8 +677,8 @@ static int l_run(lua_State *L) {
  * completely gone (exit and EOF), as proc.run does. A collected handle
  * kills its child: no process outlives the Lua object that controls it. */
 
-#define CHILD_MT "mk.proc.child"
-#define STDOUT_HIGH_WATER ((size_t)4 << 20) /* stop reading while unread */
+#define CHILD_MT           "mk.proc.child"
+#define STDOUT_HIGH_WATER  ((size_t)4 << 20) /* stop reading while unread */
 #define DEFAULT_MAX_STDERR ((size_t)64 << 10)
 
 typedef struct child child;
@@ -1173,8 +1177,8 @@ static int l_spawn(lua_State *L) {
 
 int luaopen_mk_proc(lua_State *L) {
   static const luaL_Reg funcs[] = {{"run", l_run}, {"spawn", l_spawn}, {NULL, NULL}};
-  static const luaL_Reg methods[] = {{"read_line", c_read_line}, {"write", c_write}, {"close", c_close},
-                                     {"kill", c_kill},           {"wait", c_wait},   {"pid", c_pid},
+  static const luaL_Reg methods[] = {{"read_line", c_read_line}, {"write", c_write},     {"close", c_close},
+                                     {"kill", c_kill},           {"wait", c_wait},       {"pid", c_pid},
                                      {"stderr", c_stderr},       {"running", c_running}, {NULL, NULL}};
   /* A child that exits before reading its stdin must not kill the engine. */
   signal(SIGPIPE, SIG_IGN);

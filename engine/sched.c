@@ -79,17 +79,16 @@ int mk_op_cancelled(const mk_op *op) { return op->state == OP_CANCELLED; }
 
 lua_State *mk_op_state(const mk_op *op) { return ((mk_task *)op->task)->rt->L; }
 
-static void push_cancelled(lua_State *L) {
-  lua_rawgeti(L, LUA_REGISTRYINDEX, mk_rt(L)->cancelled_ref);
-}
+static void push_cancelled(lua_State *L) { lua_rawgeti(L, LUA_REGISTRYINDEX, mk_rt(L)->cancelled_ref); }
 
 void *mk_op_new(lua_State *L, size_t size, const mk_op_vt *vt) {
   mk_runtime *rt = mk_rt(L);
   mk_task *t = rt->current;
   if (!t) luaL_error(L, "%s: must be called inside a task (mkengine script runs one)", vt->name);
   if (!lua_isyieldable(L))
-    luaL_error(L, "%s: cannot wait here: inside a metamethod, an iterator or a C function "
-                  "such as table.sort; move the call out",
+    luaL_error(L,
+               "%s: cannot wait here: inside a metamethod, an iterator or a C function "
+               "such as table.sort; move the call out",
                vt->name);
   if (t->cancel_req) {
     push_cancelled(L);
@@ -727,10 +726,9 @@ int luaopen_mk_sched(lua_State *L) {
     lua_setfield(L, -2, "methods");
   }
   lua_pop(L, 1);
-  static const luaL_Reg funcs[] = {{"spawn", l_spawn},     {"cancel", l_cancel}, {"current", l_current},
-                                   {"now", l_now},         {"sleep", l_sleep},   {"suspend", l_suspend},
-                                   {"wake", l_wake},       {"join", l_join},     {"stats", l_stats},
-                                   {"abandon", l_abandon}, {"signal", l_signal}, {NULL, NULL}};
+  static const luaL_Reg funcs[] = {{"spawn", l_spawn}, {"cancel", l_cancel},   {"current", l_current}, {"now", l_now},
+                                   {"sleep", l_sleep}, {"suspend", l_suspend}, {"wake", l_wake},       {"join", l_join},
+                                   {"stats", l_stats}, {"abandon", l_abandon}, {"signal", l_signal},   {NULL, NULL}};
   luaL_newlib(L, funcs);
   lua_pushlightuserdata(L, &WAIT_KEY);
   lua_setfield(L, -2, "WAIT");

@@ -135,7 +135,10 @@ static int l_read_line(lua_State *L) {
 /* kind() -> "tty" | "pipe" | "file" | "none": what fd 0 is. */
 static int l_kind(lua_State *L) {
   uv_handle_type t = uv_guess_handle(0);
-  lua_pushstring(L, t == UV_TTY ? "tty" : (t == UV_NAMED_PIPE || t == UV_TCP) ? "pipe" : t == UV_FILE ? "file" : "none");
+  lua_pushstring(L, t == UV_TTY                           ? "tty"
+                    : (t == UV_NAMED_PIPE || t == UV_TCP) ? "pipe"
+                    : t == UV_FILE                        ? "file"
+                                                          : "none");
   return 1;
 }
 

@@ -49,7 +49,7 @@
 #include <unistd.h>
 
 #define REPORT_FD 3
-#define NOBODY 65534
+#define NOBODY    65534
 
 static pid_t child;
 static long long cpu_us;

@@ -38,7 +38,12 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef struct { char sha[65]; char *rel; int verified; char seal[160]; } entry_t;
+typedef struct {
+  char sha[65];
+  char *rel;
+  int verified;
+  char seal[160];
+} entry_t;
 static entry_t *man;
 static int nman;
 
@@ -60,7 +65,10 @@ static int verify_entry(entry_t *e, const char *root) {
   snprintf(path, sizeof path, "%s/%s", root, e->rel);
   if (e->seal[0]) {
     stat_id(path, id);
-    if (id[0] && !strcmp(id, e->seal)) { e->verified = 1; return 0; }
+    if (id[0] && !strcmp(id, e->seal)) {
+      e->verified = 1;
+      return 0;
+    }
   }
   if (mk_sha256_file(path, sha) != 0) return -1;
   if (strcmp(sha, e->sha)) return -2;
@@ -91,7 +99,10 @@ static int die(const char *fmt, ...) {
 /* A read-only view of bytes [off, off + n) of a file: mapped from the page
  * cache rather than copied (the outputs and expected files of a benchmark
  * are hundreds of MB), or NULL when the file is shorter. */
-typedef struct { void *map; size_t len; } view_t;
+typedef struct {
+  void *map;
+  size_t len;
+} view_t;
 #define MAX_VIEWS 64
 static view_t views[MAX_VIEWS];
 
@@ -99,14 +110,21 @@ static void *read_range(const char *path, off_t off, size_t n) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return NULL;
   struct stat st;
-  if (fstat(fd, &st) != 0 || st.st_size < off + (off_t)n) { close(fd); return NULL; }
+  if (fstat(fd, &st) != 0 || st.st_size < off + (off_t)n) {
+    close(fd);
+    return NULL;
+  }
   off_t pg = (off_t)sysconf(_SC_PAGESIZE), base = off / pg * pg;
   size_t len = (size_t)(off - base) + (n ? n : 1);
   void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, base);
   close(fd);
   if (m == MAP_FAILED) return NULL;
   for (int i = 0; i < MAX_VIEWS; i++)
-    if (!views[i].map) { views[i].map = m; views[i].len = len; return (unsigned char *)m + (off - base); }
+    if (!views[i].map) {
+      views[i].map = m;
+      views[i].len = len;
+      return (unsigned char *)m + (off - base);
+    }
   die("too many open views");
   return NULL;
 }
@@ -390,7 +408,7 @@ static void settle(const char *path) {
     if (stat(path, &st) != 0 || clock_gettime(CLOCK_REALTIME, &now) != 0) return;
     double age = (double)(now.tv_sec - st.st_ctim.tv_sec) + 1e-9 * (double)(now.tv_nsec - st.st_ctim.tv_nsec);
     if (age >= 0.05) return;
-    struct timespec d = { 0, (long)((0.05 - (age > 0 ? age : 0)) * 1e9) + 1000000 };
+    struct timespec d = {0, (long)((0.05 - (age > 0 ? age : 0)) * 1e9) + 1000000};
     nanosleep(&d, NULL);
   }
 }

@@ -21,7 +21,7 @@ mkc_dtype mkc_dtype_parse(const char *s) {
 size_t mkc_dtype_size(mkc_dtype t) { return (t == MKC_F64 || t == MKC_I64) ? 8 : 4; }
 
 const char *mkc_dtype_name(mkc_dtype t) {
-  static const char *n[] = { "f32", "f64", "i32", "i64", "?" };
+  static const char *n[] = {"f32", "f64", "i32", "i64", "?"};
   return n[t];
 }
 
@@ -45,14 +45,23 @@ uint64_t mkc_hash64(const void *data, size_t n) {
   for (; i + 32 <= n; i += 32) {
     uint64_t w[4];
     memcpy(w, p + i, 32);
-    a = ((a ^ w[0]) * m); a ^= a >> 29;
-    b = ((b ^ w[1]) * m); b ^= b >> 29;
-    c = ((c ^ w[2]) * m); c ^= c >> 29;
-    d = ((d ^ w[3]) * m); d ^= d >> 29;
+    a = ((a ^ w[0]) * m);
+    a ^= a >> 29;
+    b = ((b ^ w[1]) * m);
+    b ^= b >> 29;
+    c = ((c ^ w[2]) * m);
+    c ^= c >> 29;
+    d = ((d ^ w[3]) * m);
+    d ^= d >> 29;
   }
-  for (; i < n; i++) { a = (a ^ p[i]) * m; a ^= a >> 29; }
+  for (; i < n; i++) {
+    a = (a ^ p[i]) * m;
+    a ^= a >> 29;
+  }
   uint64_t h = a ^ (b * 3) ^ (c * 5) ^ (d * 7);
-  h ^= h >> 31; h *= m; h ^= h >> 33;
+  h ^= h >> 31;
+  h *= m;
+  h ^= h >> 33;
   return h;
 }
 
@@ -75,7 +84,10 @@ void mkc_lines_init(mkc_lines *l, char *text) {
 int mkc_lines_next(mkc_lines *l) {
   while (l->cursor && *l->cursor) {
     char *line = l->cursor, *nl = strchr(line, '\n');
-    if (nl) { *nl = 0; l->cursor = nl + 1; } else l->cursor = line + strlen(line);
+    if (nl) {
+      *nl = 0;
+      l->cursor = nl + 1;
+    } else l->cursor = line + strlen(line);
     l->line++;
     l->ntok = 0;
     for (char *s = strtok(line, " \t\r"); s; s = strtok(NULL, " \t\r")) {
@@ -91,7 +103,10 @@ int mkc_lines_next(mkc_lines *l) {
   return 0;
 }
 
-void mkc_lines_free(mkc_lines *l) { free(l->tok); l->tok = NULL; }
+void mkc_lines_free(mkc_lines *l) {
+  free(l->tok);
+  l->tok = NULL;
+}
 
 char *mkc_read_all(int fd, size_t *len) {
   size_t cap = 1 << 16, n = 0;
@@ -100,12 +115,18 @@ char *mkc_read_all(int fd, size_t *len) {
   for (;;) {
     if (n + 1 >= cap) {
       char *nb = realloc(buf, cap *= 2);
-      if (!nb) { free(buf); return NULL; }
+      if (!nb) {
+        free(buf);
+        return NULL;
+      }
       buf = nb;
     }
     ssize_t r = read(fd, buf + n, cap - n - 1);
     if (r < 0 && errno == EINTR) continue;
-    if (r < 0) { free(buf); return NULL; }
+    if (r < 0) {
+      free(buf);
+      return NULL;
+    }
     if (r == 0) break;
     n += (size_t)r;
   }

@@ -29,21 +29,21 @@ void mkc_poison(void *buf, mkc_dtype t, size_t n);
 /* Inline so the checker's and runner's element loops get specialised. */
 static inline int mkc_is_poison(const void *buf, mkc_dtype t, size_t i) {
   switch (t) {
-  case MKC_F32: return ((const uint32_t *)buf)[i] == MKC_POISON_F32;
-  case MKC_I32: return ((const uint32_t *)buf)[i] == MKC_POISON_I32;
-  case MKC_F64: return ((const uint64_t *)buf)[i] == MKC_POISON_F64;
-  case MKC_I64: return ((const uint64_t *)buf)[i] == MKC_POISON_I64;
-  default: return 0;
+    case MKC_F32: return ((const uint32_t *)buf)[i] == MKC_POISON_F32;
+    case MKC_I32: return ((const uint32_t *)buf)[i] == MKC_POISON_I32;
+    case MKC_F64: return ((const uint64_t *)buf)[i] == MKC_POISON_F64;
+    case MKC_I64: return ((const uint64_t *)buf)[i] == MKC_POISON_I64;
+    default: return 0;
   }
 }
 
 static inline double mkc_get(const void *buf, mkc_dtype t, size_t i) {
   switch (t) {
-  case MKC_F32: return ((const float *)buf)[i];
-  case MKC_F64: return ((const double *)buf)[i];
-  case MKC_I32: return ((const int32_t *)buf)[i];
-  case MKC_I64: return (double)((const int64_t *)buf)[i];
-  default: return 0;
+    case MKC_F32: return ((const float *)buf)[i];
+    case MKC_F64: return ((const double *)buf)[i];
+    case MKC_I32: return ((const int32_t *)buf)[i];
+    case MKC_I64: return (double)((const int64_t *)buf)[i];
+    default: return 0;
   }
 }
 
@@ -55,8 +55,8 @@ double mkc_now(void);
 
 /* Split text into whitespace-separated tokens, line by line. */
 typedef struct {
-  char *text;   /* owned copy, tokens point into it */
-  char **tok;   /* tokens of the current line */
+  char *text; /* owned copy, tokens point into it */
+  char **tok; /* tokens of the current line */
   int ntok, cap;
   char *cursor;
   int line;

@@ -39,9 +39,18 @@ double mkc_peak_gflops(int threads, float *sink) {
 double mkc_peak_gbps(int threads) {
   size_t n = (size_t)24 << 20; /* 3 arrays of 96 MiB: far beyond any LLC */
   float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), *c = malloc(n * sizeof *c);
-  if (!a || !b || !c) { free(a); free(b); free(c); return 0; }
+  if (!a || !b || !c) {
+    free(a);
+    free(b);
+    free(c);
+    return 0;
+  }
 #pragma omp parallel for num_threads(threads) schedule(static)
-  for (size_t i = 0; i < n; i++) { a[i] = 0; b[i] = 1; c[i] = 2; }
+  for (size_t i = 0; i < n; i++) {
+    a[i] = 0;
+    b[i] = 1;
+    c[i] = 2;
+  }
   double best = 0;
   for (int rep = 0; rep < 5; rep++) {
     double t0 = mkc_now();
@@ -53,6 +62,8 @@ double mkc_peak_gbps(int threads) {
   }
   volatile float keep = a[n / 2];
   (void)keep;
-  free(a); free(b); free(c);
+  free(a);
+  free(b);
+  free(c);
   return best;
 }

@@ -69,8 +69,8 @@ typedef struct {
   double a, b;
   int ival;
   float fval;
-  unsigned char *buf;      /* what the kernel sees */
-  unsigned char *alloc;    /* allocation (inputs: mmap; outputs: with canaries) */
+  unsigned char *buf;   /* what the kernel sees */
+  unsigned char *alloc; /* allocation (inputs: mmap; outputs: with canaries) */
   size_t alloc_len;
   unsigned char *pristine; /* inout: initial contents, restored before each call */
   unsigned char *first;    /* outputs of this set's first call (bench) */
@@ -95,16 +95,26 @@ static struct {
   double min_time, max_time;
   size_t flush_bytes;
   int counters;
-  int probes; /* the last `probes` cases: fresh inputs timed once after the loop */
+  int probes;  /* the last `probes` cases: fresh inputs timed once after the loop */
   int trusted; /* the engine's own reference: test mode may write its save files */
   case_t *cases;
   int ncases;
   const char *current_case;
-} P = { .blob_fd = -1, .atol = 1e-4, .rtol = 1e-4, .warmup = 3, .min_reps = 5, .max_reps = 200, .min_time = 1.0, .max_time = 1.0 };
+} P = {.blob_fd = -1,
+       .atol = 1e-4,
+       .rtol = 1e-4,
+       .warmup = 3,
+       .min_reps = 5,
+       .max_reps = 200,
+       .min_time = 1.0,
+       .max_time = 1.0};
 
 /* Read-only input ranges, for naming a write to an input in the SEGV report. */
 #define MAX_RANGES 256
-static struct { const char *name; uintptr_t lo, hi; } ranges[MAX_RANGES];
+static struct {
+  const char *name;
+  uintptr_t lo, hi;
+} ranges[MAX_RANGES];
 static int nranges;
 
 /* ---- output helpers ---------------------------------------------------- */
@@ -135,6 +145,8 @@ static void fail(const char *fmt, ...) {
 
 static const char *sysname(long nr) {
   switch (nr) {
+    /* one case per system call, kept as a table */
+    // clang-format off
 #define N(x) case SYS_##x: return #x;
 #ifdef SYS_open
   N(open)
@@ -162,14 +174,18 @@ static const char *sysname(long nr) {
   N(memfd_create) N(shmget) N(perf_event_open) N(bind) N(sendfile) N(ftruncate) N(fallocate)
   N(process_vm_writev) N(process_vm_readv) N(mount) N(unshare) N(setns) N(bpf)
 #undef N
-  default: return "?";
+        // clang-format on
+        default : return "?";
   }
 }
 
 static void utoa(char *dst, unsigned long v, int base) {
   char tmp[32];
   int n = 0;
-  do { tmp[n++] = "0123456789abcdef"[v % (unsigned)base]; v /= (unsigned)base; } while (v);
+  do {
+    tmp[n++] = "0123456789abcdef"[v % (unsigned)base];
+    v /= (unsigned)base;
+  } while (v);
   while (n) *dst++ = tmp[--n];
   *dst = 0;
 }
@@ -182,7 +198,8 @@ static void catcat(char *dst, size_t cap, const char *s) {
 }
 
 static void on_sigsys(int sig, siginfo_t *si, void *uc) {
-  (void)sig; (void)uc;
+  (void)sig;
+  (void)uc;
   char line[512] = "\nMKREJECT ", num[32];
   catcat(line, sizeof line, P.nonce);
   catcat(line, sizeof line, " syscall ");
@@ -200,8 +217,13 @@ static void on_crash(int sig, siginfo_t *si, void *uc) {
   char line[700] = "\nMKCRASH ", num[32];
   catcat(line, sizeof line, P.nonce);
   catcat(line, sizeof line, " ");
-  catcat(line, sizeof line, sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGFPE ? "SIGFPE"
-                                : sig == SIGILL ? "SIGILL" : sig == SIGABRT ? "SIGABRT" : "signal");
+  catcat(line, sizeof line,
+         sig == SIGSEGV   ? "SIGSEGV"
+         : sig == SIGBUS  ? "SIGBUS"
+         : sig == SIGFPE  ? "SIGFPE"
+         : sig == SIGILL  ? "SIGILL"
+         : sig == SIGABRT ? "SIGABRT"
+                          : "signal");
   catcat(line, sizeof line, " case=");
   catcat(line, sizeof line, P.current_case ? P.current_case : "-");
   if (sig == SIGSEGV || sig == SIGBUS) {
@@ -227,14 +249,14 @@ static void on_crash(int sig, siginfo_t *si, void *uc) {
 
 static void install_handlers(void) {
   static char altstack[1 << 16];
-  stack_t ss = { .ss_sp = altstack, .ss_size = sizeof altstack, .ss_flags = 0 };
+  stack_t ss = {.ss_sp = altstack, .ss_size = sizeof altstack, .ss_flags = 0};
   sigaltstack(&ss, NULL);
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
   sa.sa_sigaction = on_crash;
-  int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+  int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
   for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) sigaction(sigs[i], &sa, NULL);
   sa.sa_sigaction = on_sigsys;
   sigaction(SIGSYS, &sa, NULL);
@@ -248,35 +270,63 @@ static void install_handlers(void) {
 #define MK_AUDIT_ARCH 0xc00000b7u /* AUDIT_ARCH_AARCH64 */
 #endif
 
-typedef struct { struct sock_filter f[512]; int n; } bpf_t;
+typedef struct {
+  struct sock_filter f[512];
+  int n;
+} bpf_t;
 #define ARG_LO(i) (offsetof(struct seccomp_data, args) + 8 * (i))
-static void emit(bpf_t *p, struct sock_filter s) { if (p->n < 512) p->f[p->n++] = s; }
-static void ld_nr(bpf_t *p) { emit(p, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))); }
+static void emit(bpf_t *p, struct sock_filter s) {
+  if (p->n < 512) p->f[p->n++] = s;
+}
+static void ld_nr(bpf_t *p) {
+  emit(p, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
+}
 static void ld_arg(bpf_t *p, int i) { emit(p, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(i))); }
 static void ret(bpf_t *p, uint32_t a) { emit(p, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, a)); }
-static void jeq(bpf_t *p, uint32_t k, uint8_t jt, uint8_t jf) { emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, k, jt, jf)); }
-static void jset(bpf_t *p, uint32_t k, uint8_t jt, uint8_t jf) { emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, k, jt, jf)); }
+static void jeq(bpf_t *p, uint32_t k, uint8_t jt, uint8_t jf) {
+  emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, k, jt, jf));
+}
+static void jset(bpf_t *p, uint32_t k, uint8_t jt, uint8_t jf) {
+  emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, k, jt, jf));
+}
 
 /* nr → action */
-static void rule(bpf_t *p, long nr, uint32_t action) { ld_nr(p); jeq(p, (uint32_t)nr, 0, 1); ret(p, action); }
+static void rule(bpf_t *p, long nr, uint32_t action) {
+  ld_nr(p);
+  jeq(p, (uint32_t)nr, 0, 1);
+  ret(p, action);
+}
 /* nr with any bit of mask set in arg i → action, else allow */
 static void rule_mask(bpf_t *p, long nr, int i, uint32_t mask, uint32_t action) {
-  ld_nr(p); jeq(p, (uint32_t)nr, 0, 4); ld_arg(p, i); jset(p, mask, 0, 1); ret(p, action); ret(p, SECCOMP_RET_ALLOW);
+  ld_nr(p);
+  jeq(p, (uint32_t)nr, 0, 4);
+  ld_arg(p, i);
+  jset(p, mask, 0, 1);
+  ret(p, action);
+  ret(p, SECCOMP_RET_ALLOW);
 }
 /* nr requires a bit of mask in arg i (clone needs CLONE_THREAD), else action */
 static void rule_need(bpf_t *p, long nr, int i, uint32_t mask, uint32_t action) {
-  ld_nr(p); jeq(p, (uint32_t)nr, 0, 4); ld_arg(p, i); jset(p, mask, 0, 1); ret(p, SECCOMP_RET_ALLOW); ret(p, action);
+  ld_nr(p);
+  jeq(p, (uint32_t)nr, 0, 4);
+  ld_arg(p, i);
+  jset(p, mask, 0, 1);
+  ret(p, SECCOMP_RET_ALLOW);
+  ret(p, action);
 }
 /* nr allowed only when arg i (low 32 bits) is one of vals, else action */
 static void rule_in(bpf_t *p, long nr, int i, const uint32_t *vals, int n, uint32_t action) {
-  ld_nr(p); jeq(p, (uint32_t)nr, 0, (uint8_t)(n + 3)); ld_arg(p, i);
+  ld_nr(p);
+  jeq(p, (uint32_t)nr, 0, (uint8_t)(n + 3));
+  ld_arg(p, i);
   for (int k = 0; k < n; k++) jeq(p, vals[k], (uint8_t)(n - k), 0);
-  ret(p, action); ret(p, SECCOMP_RET_ALLOW);
+  ret(p, action);
+  ret(p, SECCOMP_RET_ALLOW);
 }
 
 static int seccomp_load(bpf_t *p) {
   ret(p, SECCOMP_RET_ALLOW);
-  struct sock_fprog prog = { .len = (unsigned short)p->n, .filter = p->f };
+  struct sock_fprog prog = {.len = (unsigned short)p->n, .filter = p->f};
   return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
 }
 
@@ -312,27 +362,93 @@ static void seccomp_stage1(void) {
   rule_in(&p, SYS_tgkill, 0, &me, 1, T);
   long deny[] = {
 #ifdef SYS_creat
-    SYS_creat,
+      SYS_creat,
 #endif
 #ifdef SYS_fork
-    SYS_fork,
+      SYS_fork,
 #endif
 #ifdef SYS_vfork
-    SYS_vfork,
+      SYS_vfork,
 #endif
 #ifdef SYS_unlink
-    SYS_unlink, SYS_rename, SYS_mkdir, SYS_rmdir, SYS_symlink, SYS_link, SYS_chmod, SYS_chown, SYS_lchown, SYS_mknod,
+      SYS_unlink,
+      SYS_rename,
+      SYS_mkdir,
+      SYS_rmdir,
+      SYS_symlink,
+      SYS_link,
+      SYS_chmod,
+      SYS_chown,
+      SYS_lchown,
+      SYS_mknod,
 #endif
-    SYS_execve, SYS_execveat, SYS_socket, SYS_socketpair, SYS_connect, SYS_bind, SYS_listen, SYS_accept,
-    SYS_accept4, SYS_ptrace, SYS_process_vm_readv, SYS_process_vm_writev, SYS_unlinkat, SYS_renameat,
-    SYS_renameat2, SYS_mkdirat, SYS_symlinkat, SYS_linkat, SYS_fchmod, SYS_fchmodat, SYS_fchown, SYS_fchownat,
-    SYS_truncate, SYS_mount, SYS_umount2, SYS_pivot_root, SYS_chroot, SYS_memfd_create, SYS_io_uring_setup,
-    SYS_bpf, SYS_keyctl, SYS_add_key, SYS_request_key, SYS_setns, SYS_unshare, SYS_userfaultfd, SYS_init_module,
-    SYS_finit_module, SYS_delete_module, SYS_reboot, SYS_kexec_load, SYS_swapon, SYS_swapoff, SYS_sethostname,
-    SYS_setdomainname, SYS_settimeofday, SYS_clock_settime, SYS_clock_adjtime, SYS_adjtimex, SYS_mknodat,
-    SYS_pidfd_open, SYS_pidfd_send_signal, SYS_pidfd_getfd, SYS_kcmp, SYS_shmget, SYS_msgget, SYS_semget,
-    SYS_mq_open, SYS_tkill, SYS_perf_event_open, SYS_quotactl, SYS_acct, SYS_personality,
-    SYS_open_by_handle_at, SYS_name_to_handle_at, SYS_fanotify_init, SYS_process_madvise,
+      SYS_execve,
+      SYS_execveat,
+      SYS_socket,
+      SYS_socketpair,
+      SYS_connect,
+      SYS_bind,
+      SYS_listen,
+      SYS_accept,
+      SYS_accept4,
+      SYS_ptrace,
+      SYS_process_vm_readv,
+      SYS_process_vm_writev,
+      SYS_unlinkat,
+      SYS_renameat,
+      SYS_renameat2,
+      SYS_mkdirat,
+      SYS_symlinkat,
+      SYS_linkat,
+      SYS_fchmod,
+      SYS_fchmodat,
+      SYS_fchown,
+      SYS_fchownat,
+      SYS_truncate,
+      SYS_mount,
+      SYS_umount2,
+      SYS_pivot_root,
+      SYS_chroot,
+      SYS_memfd_create,
+      SYS_io_uring_setup,
+      SYS_bpf,
+      SYS_keyctl,
+      SYS_add_key,
+      SYS_request_key,
+      SYS_setns,
+      SYS_unshare,
+      SYS_userfaultfd,
+      SYS_init_module,
+      SYS_finit_module,
+      SYS_delete_module,
+      SYS_reboot,
+      SYS_kexec_load,
+      SYS_swapon,
+      SYS_swapoff,
+      SYS_sethostname,
+      SYS_setdomainname,
+      SYS_settimeofday,
+      SYS_clock_settime,
+      SYS_clock_adjtime,
+      SYS_adjtimex,
+      SYS_mknodat,
+      SYS_pidfd_open,
+      SYS_pidfd_send_signal,
+      SYS_pidfd_getfd,
+      SYS_kcmp,
+      SYS_shmget,
+      SYS_msgget,
+      SYS_semget,
+      SYS_mq_open,
+      SYS_tkill,
+      SYS_perf_event_open,
+      SYS_quotactl,
+      SYS_acct,
+      SYS_personality,
+      SYS_open_by_handle_at,
+      SYS_name_to_handle_at,
+      SYS_fanotify_init,
+      SYS_process_madvise,
   };
   for (size_t i = 0; i < sizeof deny / sizeof *deny; i++) rule(&p, deny[i], T);
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && seccomp_load(&p) == 0) seccomp_ok = 1;
@@ -354,13 +470,13 @@ static void seccomp_stage2(int strict) {
   rule(&p, SYS_openat, T);
   rule(&p, SYS_openat2, T);
   if (strict) {
-    uint32_t std[] = { 1, 2 }, blob = (uint32_t)P.blob_fd, anon = 0xffffffffu;
+    uint32_t std[] = {1, 2}, blob = (uint32_t)P.blob_fd, anon = 0xffffffffu;
     rule_in(&p, SYS_write, 0, std, 2, T);
     rule_in(&p, SYS_writev, 0, std, 2, T);
     rule_in(&p, SYS_pwrite64, 0, &blob, 1, T);
     rule_in(&p, SYS_mmap, 4, &anon, 1, T);
-    long deny[] = { SYS_pwritev, SYS_pwritev2, SYS_sendfile, SYS_splice, SYS_copy_file_range, SYS_vmsplice,
-                    SYS_tee, SYS_fallocate, SYS_ftruncate };
+    long deny[] = {SYS_pwritev,  SYS_pwritev2, SYS_sendfile,  SYS_splice,   SYS_copy_file_range,
+                   SYS_vmsplice, SYS_tee,      SYS_fallocate, SYS_ftruncate};
     for (size_t i = 0; i < sizeof deny / sizeof *deny; i++) rule(&p, deny[i], T);
   }
   if (seccomp_load(&p) != 0) seccomp_ok = 0;
@@ -540,11 +656,11 @@ static double unif(uint64_t *s) { return (double)(splitmix(s) >> 11) * 0x1.0p-53
  * differently, and the engine can regenerate any input set. */
 static void store(arg_t *a, long i, double v) {
   switch (a->dt) {
-  case MKC_F32: ((float *)a->buf)[i] = (float)v; break;
-  case MKC_F64: ((double *)a->buf)[i] = v; break;
-  case MKC_I32: ((int32_t *)a->buf)[i] = (int32_t)v; break;
-  case MKC_I64: ((int64_t *)a->buf)[i] = (int64_t)v; break;
-  default: break;
+    case MKC_F32: ((float *)a->buf)[i] = (float)v; break;
+    case MKC_F64: ((double *)a->buf)[i] = v; break;
+    case MKC_I32: ((int32_t *)a->buf)[i] = (int32_t)v; break;
+    case MKC_I64: ((int64_t *)a->buf)[i] = (int64_t)v; break;
+    default: break;
   }
 }
 
@@ -606,7 +722,9 @@ static void write_all_at(int fd, const void *p, size_t n, off_t off) {
     ssize_t w = pwrite(fd, c, n, off);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) fail("write failed: %s", strerror(errno));
-    c += w; n -= (size_t)w; off += w;
+    c += w;
+    n -= (size_t)w;
+    off += w;
   }
 }
 
@@ -615,8 +733,10 @@ static void fill_canary(arg_t *a) {
   memset(a->alloc + CANARY + a->bytes, 0xa5, CANARY);
 }
 static const char *canary_broken(arg_t *a) {
-  for (int i = 0; i < CANARY; i++) if (a->alloc[i] != 0xa5) return "before the start";
-  for (int i = 0; i < CANARY; i++) if (a->alloc[CANARY + a->bytes + i] != 0xa5) return "past the end";
+  for (int i = 0; i < CANARY; i++)
+    if (a->alloc[i] != 0xa5) return "before the start";
+  for (int i = 0; i < CANARY; i++)
+    if (a->alloc[CANARY + a->bytes + i] != 0xa5) return "past the end";
   return NULL;
 }
 
@@ -661,7 +781,10 @@ static void setup_case(case_t *c) {
   for (int i = 0; i < c->nargs; i++) {
     arg_t *a = &c->args[i];
     if (a->kind == K_INT || a->kind == K_FLOAT) continue;
-    if (a->mapped) { add_range(a); continue; } /* mapped, read-only, before the kernel was loaded */
+    if (a->mapped) {
+      add_range(a);
+      continue;
+    } /* mapped, read-only, before the kernel was loaded */
     if (a->kind == K_IN) {
       /* Inputs live in their own pages, read-only during calls, so a kernel
        * writing its inputs faults and the report names the argument. */
@@ -676,7 +799,10 @@ static void setup_case(case_t *c) {
       a->buf = a->alloc + CANARY;
       fill_canary(a);
     }
-    if (a->kind == K_OUT) { mkc_poison(a->buf, a->dt, a->count); continue; }
+    if (a->kind == K_OUT) {
+      mkc_poison(a->buf, a->dt, a->count);
+      continue;
+    }
     if (a->src == SRC_FILE) {
       size_t got = 0;
       while (got < a->bytes) {
@@ -688,7 +814,11 @@ static void setup_case(case_t *c) {
       close(a->in_fd);
       a->in_fd = -1;
     } else gen_fill(a);
-    if (a->save_fd >= 0) { write_all_at(a->save_fd, a->buf, a->bytes, 0); close(a->save_fd); a->save_fd = -1; }
+    if (a->save_fd >= 0) {
+      write_all_at(a->save_fd, a->buf, a->bytes, 0);
+      close(a->save_fd);
+      a->save_fd = -1;
+    }
     if (a->kind == K_IN) {
       mprotect(a->alloc, a->alloc_len, PROT_READ);
       add_range(a);
@@ -717,7 +847,10 @@ static mk_call_fn entry;
 
 /* mkc_poison in slices on all threads, for big outputs (between calls) */
 static void poison(arg_t *a) {
-  if (a->bytes < ((size_t)8 << 20)) { mkc_poison(a->buf, a->dt, a->count); return; }
+  if (a->bytes < ((size_t)8 << 20)) {
+    mkc_poison(a->buf, a->dt, a->count);
+    return;
+  }
   const size_t esz = mkc_dtype_size(a->dt), per = ((size_t)1 << 20) / esz, nslices = (a->count + per - 1) / per;
 #pragma omp parallel for schedule(static)
   for (size_t k = 0; k < nslices; k++) {
@@ -780,8 +913,11 @@ static void mode_test(mk_buf *b, int gen) {
     for (int i = 0; i < c->nargs; i++) {
       arg_t *a = &c->args[i];
       if (!is_outish(a)) continue;
-      if (gen && a->save_fd >= 0) { write_all_at(a->save_fd, a->buf, a->bytes, 0); close(a->save_fd); a->save_fd = -1; }
-      else if (P.blob_fd >= 0) emit_out(b, c, a, a->buf, &first);
+      if (gen && a->save_fd >= 0) {
+        write_all_at(a->save_fd, a->buf, a->bytes, 0);
+        close(a->save_fd);
+        a->save_fd = -1;
+      } else if (P.blob_fd >= 0) emit_out(b, c, a, a->buf, &first);
     }
     mkc_printf(b, "]}");
     free_case(c);
@@ -807,13 +943,22 @@ static size_t differs(const arg_t *a, const unsigned char *now, const unsigned c
     if (!diff) return 0;
   }
   for (size_t i = 0; i < a->count; i++) {
-    if (mkc_is_poison(now, a->dt, i) && !mkc_is_poison(ref, a->dt, i)) { *why = "left unwritten"; return i + 1; }
+    if (mkc_is_poison(now, a->dt, i) && !mkc_is_poison(ref, a->dt, i)) {
+      *why = "left unwritten";
+      return i + 1;
+    }
     double x = mkc_get(now, a->dt, i), y = mkc_get(ref, a->dt, i);
     if (isnan(x) || isnan(y)) {
-      if (isnan(x) != isnan(y)) { *why = "NaN in one call only"; return i + 1; }
+      if (isnan(x) != isnan(y)) {
+        *why = "NaN in one call only";
+        return i + 1;
+      }
       continue;
     }
-    if (fabs(x - y) > P.atol + P.rtol * fabs(y)) { *why = "different value"; return i + 1; }
+    if (fabs(x - y) > P.atol + P.rtol * fabs(y)) {
+      *why = "different value";
+      return i + 1;
+    }
   }
   return 0;
 }
@@ -827,19 +972,28 @@ static int cmp_dbl(const void *x, const void *y) {
   return a < b ? -1 : a > b;
 }
 
-typedef struct { int fd; const char *name; } counter_t;
+typedef struct {
+  int fd;
+  const char *name;
+} counter_t;
 static counter_t counters[6];
 static int ncounters;
 static char counters_err[256];
 
 static void open_counters(void) {
-  struct { uint32_t type; uint64_t config; const char *name; } want[] = {
-    { PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, "cycles" },
-    { PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, "instructions" },
-    { PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES, "cache_references" },
-    { PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES, "cache_misses" },
-    { PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES, "branch_misses" },
-    { PERF_TYPE_HW_CACHE, PERF_COUNT_HW_CACHE_L1D | (PERF_COUNT_HW_CACHE_OP_READ << 8) | (PERF_COUNT_HW_CACHE_RESULT_MISS << 16), "l1d_misses" },
+  struct {
+    uint32_t type;
+    uint64_t config;
+    const char *name;
+  } want[] = {
+      {PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, "cycles"},
+      {PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, "instructions"},
+      {PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES, "cache_references"},
+      {PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES, "cache_misses"},
+      {PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES, "branch_misses"},
+      {PERF_TYPE_HW_CACHE,
+       PERF_COUNT_HW_CACHE_L1D | (PERF_COUNT_HW_CACHE_OP_READ << 8) | (PERF_COUNT_HW_CACHE_RESULT_MISS << 16),
+       "l1d_misses"},
   };
   for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
     struct perf_event_attr pa;
@@ -853,7 +1007,8 @@ static void open_counters(void) {
     pa.exclude_hv = 1;
     int fd = (int)syscall(SYS_perf_event_open, &pa, 0, -1, -1, 0);
     if (fd < 0) {
-      if (!counters_err[0]) snprintf(counters_err, sizeof counters_err, "perf_event_open(%s): %s", want[i].name, strerror(errno));
+      if (!counters_err[0])
+        snprintf(counters_err, sizeof counters_err, "perf_event_open(%s): %s", want[i].name, strerror(errno));
       continue;
     }
     counters[ncounters].fd = fd;
@@ -897,7 +1052,10 @@ static void evict_range(const unsigned char *p, size_t n) {
 }
 #else
 static int can_evict(void) { return 0; }
-static void evict_range(const unsigned char *p, size_t n) { (void)p; (void)n; }
+static void evict_range(const unsigned char *p, size_t n) {
+  (void)p;
+  (void)n;
+}
 #endif
 
 static void evict_case(case_t *c) {
@@ -1188,8 +1346,8 @@ static int peaks(int argc, char **argv) {
   float sink = 0;
   double g1 = mkc_peak_gflops(1, &sink), gn = threads > 1 ? mkc_peak_gflops(threads, &sink) : g1;
   double b1 = mkc_peak_gbps(1), bn = threads > 1 ? mkc_peak_gbps(threads) : b1;
-  printf("{\"threads\":%d,\"gflops\":%.4g,\"gflops_1t\":%.4g,\"gbps\":%.4g,\"gbps_1t\":%.4g,\"sink\":%g}\n", threads, gn,
-         g1, bn, b1, (double)(sink != sink));
+  printf("{\"threads\":%d,\"gflops\":%.4g,\"gflops_1t\":%.4g,\"gbps\":%.4g,\"gbps_1t\":%.4g,\"sink\":%g}\n", threads,
+         gn, g1, bn, b1, (double)(sink != sink));
   return 0;
 }
 

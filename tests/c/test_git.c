@@ -42,13 +42,15 @@ int main(void) {
 
   run(L, "git/commit_roundtrips_files_including_subdirectories",
       "local r = assert(git.init(D .. '/g.git'))\n"
-      "local oid = assert(r:commit{files = {['kernel.c'] = 'int x;\\n', ['sub/dir/a.txt'] = 'A', ['bin'] = '\\0\\1\\2'}, message = 'm'})\n"
+      "local oid = assert(r:commit{files = {['kernel.c'] = 'int x;\\n', ['sub/dir/a.txt'] = 'A', ['bin'] = "
+      "'\\0\\1\\2'}, message = 'm'})\n"
       "assert(#oid == 40 and oid:match('^%x+$'), oid)\n"
       "assert(r:read(oid, 'kernel.c') == 'int x;\\n')\n"
       "assert(r:read(oid, 'sub/dir/a.txt') == 'A')\n"
       "assert(r:read(oid, 'bin') == '\\0\\1\\2')\n"
       "local ls = r:ls(oid)\n"
-      "assert(#ls == 3 and ls[1] == 'bin' and ls[2] == 'kernel.c' and ls[3] == 'sub/dir/a.txt', table.concat(ls, ','))\n");
+      "assert(#ls == 3 and ls[1] == 'bin' and ls[2] == 'kernel.c' and ls[3] == 'sub/dir/a.txt', table.concat(ls, "
+      "','))\n");
 
   run(L, "git/commit_is_deterministic_for_same_content_parents_and_time",
       "local r = assert(git.init(D .. '/g.git'))\n"
@@ -137,7 +139,8 @@ int main(void) {
       "local a = r:commit{files = {x = '1'}, message = 'n0001 root ok', ref = 'refs/nodes/n0001'}\n"
       "local b = r:commit{files = {x = '2'}, message = 'n0002 implement ok', ref = 'refs/nodes/n0002', parents = {a}}\n"
       "r:set_ref('refs/heads/best', b)\n"
-      "assert(os.execute('git --git-dir ' .. D .. '/g.git fsck --strict --no-dangling >/dev/null 2>&1'), 'fsck failed')\n"
+      "assert(os.execute('git --git-dir ' .. D .. '/g.git fsck --strict --no-dangling >/dev/null 2>&1'), 'fsck "
+      "failed')\n"
       "local p = io.popen('git --git-dir ' .. D .. '/g.git log --format=%s')\n"
       "local out = p:read('a'); p:close()\n"
       "assert(out == 'n0002 implement ok\\nn0001 root ok\\n', out)\n");

@@ -28,21 +28,24 @@ static void run(lua_State *L, const char *name, const char *code) {
 /* Helpers every case may use: eq(got, want, msg), has(list, value),
  * tmpdir() -> fresh directory, write(path, text). */
 static const char *prelude =
-  "kb = require 'mk.kb'\n"
-  "function eq(got, want, msg) if got ~= want then error((msg or '') .. ': expected ' .. tostring(want) .. ', got ' .. tostring(got), 2) end end\n"
-  "function has(list, v) for _, x in ipairs(list) do if x == v then return true end end return false end\n"
-  "function tmpdir() local p = os.tmpname(); os.remove(p); assert(os.execute('mkdir -p ' .. p)); return p end\n"
-  "function write(path, text) local f = assert(io.open(path, 'wb')); f:write(text); f:close() end\n";
+    "kb = require 'mk.kb'\n"
+    "function eq(got, want, msg) if got ~= want then error((msg or '') .. ': expected ' .. tostring(want) .. ', got ' "
+    ".. tostring(got), 2) end end\n"
+    "function has(list, v) for _, x in ipairs(list) do if x == v then return true end end return false end\n"
+    "function tmpdir() local p = os.tmpname(); os.remove(p); assert(os.execute('mkdir -p ' .. p)); return p end\n"
+    "function write(path, text) local f = assert(io.open(path, 'wb')); f:write(text); f:close() end\n";
 
 /* kb.tokens: identifiers whole and in parts, stop words, stems */
 static void tokens_cases(lua_State *L) {
   run(L, "tokens/identifiers_kept_whole_and_split",
       "local t = kb.tokens('pltpu.VMEM BlockSpec vmem_limit_bytes')\n"
-      "for _, w in ipairs{'pltpu.vmem', 'pltpu', 'vmem', 'blockspec', 'block', 'spec', 'vmem_limit_bytes', 'limit', 'byte'} do\n"
+      "for _, w in ipairs{'pltpu.vmem', 'pltpu', 'vmem', 'blockspec', 'block', 'spec', 'vmem_limit_bytes', 'limit', "
+      "'byte'} do\n"
       "  assert(has(t, w), 'missing token ' .. w .. ' in ' .. table.concat(t, ' ')) end\n");
   run(L, "tokens/camel_case_acronyms_and_nested_parts",
       "local t = kb.tokens('pltpu.PrefetchScalarGridSpec VMEMRef')\n"
-      "for _, w in ipairs{'pltpu.prefetchscalargridspec', 'prefetchscalargridspec', 'prefetch', 'scalar', 'grid', 'spec', 'vmemref', 'vmem', 'ref'} do\n"
+      "for _, w in ipairs{'pltpu.prefetchscalargridspec', 'prefetchscalargridspec', 'prefetch', 'scalar', 'grid', "
+      "'spec', 'vmemref', 'vmem', 'ref'} do\n"
       "  assert(has(t, w), 'missing token ' .. w .. ' in ' .. table.concat(t, ' ')) end\n");
   run(L, "tokens/lower_case_and_stop_words_dropped",
       "eq(table.concat(kb.tokens('The of THE are does these Kernel'), ' '), 'kernel')\n");
@@ -70,7 +73,8 @@ static void tokens_cases(lua_State *L) {
 /* kb.chunks: markdown headings, fences, sizes, bytes */
 static void chunk_cases(lua_State *L) {
   run(L, "chunks/split_at_headings_with_heading_path_titles",
-      "local c = kb.chunks('intro text\\n# Top\\nbody one\\n## Sub\\nbody two\\n### Deep\\nthree\\n## Sib\\nfour\\n# Next ##\\nfive\\n')\n"
+      "local c = kb.chunks('intro text\\n# Top\\nbody one\\n## Sub\\nbody two\\n### Deep\\nthree\\n## Sib\\nfour\\n# "
+      "Next ##\\nfive\\n')\n"
       "eq(#c, 6, 'chunks')\n"
       "eq(c[1].title, '') eq(c[1].text, 'intro text')\n"
       "eq(c[2].title, 'Top') eq(c[2].text, 'body one') eq(c[2].line, 3)\n"
@@ -79,14 +83,17 @@ static void chunk_cases(lua_State *L) {
       "eq(c[5].title, 'Top > Sib')\n"
       "eq(c[6].title, 'Next') eq(c[6].text, 'five')\n");
   run(L, "chunks/hash_lines_inside_code_fences_are_not_headings",
-      "local c = kb.chunks('# Kernel\\n```python\\n# a comment\\nx = 1\\n## not a heading\\n```\\nafter\\n~~~\\n# tilde fence\\n~~~\\n')\n"
+      "local c = kb.chunks('# Kernel\\n```python\\n# a comment\\nx = 1\\n## not a heading\\n```\\nafter\\n~~~\\n# "
+      "tilde fence\\n~~~\\n')\n"
       "eq(#c, 1, 'chunks') eq(c[1].title, 'Kernel')\n"
-      "assert(c[1].text:find('# a comment', 1, true) and c[1].text:find('after', 1, true) and c[1].text:find('# tilde fence', 1, true))\n");
+      "assert(c[1].text:find('# a comment', 1, true) and c[1].text:find('after', 1, true) and c[1].text:find('# tilde "
+      "fence', 1, true))\n");
   run(L, "chunks/empty_heading_adds_no_title_part",
       "local c = kb.chunks('# A\\n#\\nx\\n# B\\n##\\ny\\n')\n"
       "eq(#c, 2) eq(c[1].title, '') eq(c[1].text, 'x') eq(c[2].title, 'B') eq(c[2].text, 'y')\n");
   run(L, "chunks/setext_headings_but_not_rules_lists_or_paragraph_ends",
-      "local c = kb.chunks('Title\\n=====\\nintro\\n\\nPart two\\n--------\\nbody\\n\\n---\\n\\nafter rule\\n\\n- item\\n---\\n\\n"
+      "local c = kb.chunks('Title\\n=====\\nintro\\n\\nPart two\\n--------\\nbody\\n\\n---\\n\\nafter rule\\n\\n- "
+      "item\\n---\\n\\n"
       "a long paragraph\\nwhose last line\\n---\\nend\\n```\\ncode\\n---\\n```\\n')\n"
       "eq(#c, 2, 'chunks') eq(c[1].title, 'Title') eq(c[1].text, 'intro') eq(c[1].line, 3)\n"
       "eq(c[2].title, 'Title > Part two')\n"
@@ -113,8 +120,10 @@ static void chunk_cases(lua_State *L) {
       "local c = kb.chunks(md, {max_chunk = 1000})\n"
       "assert(#c >= 6, 'split into pieces, got ' .. #c)\n"
       "local total = 0\n"
-      "for _, x in ipairs(c) do eq(x.title, 'Long'); assert(#x.text <= 1000, 'piece too long: ' .. #x.text); total = total + select(2, x.text:gsub('word', ''))\n"
-      "  local _, fences = x.text:gsub('```', ''); assert(fences % 2 == 0 or #fence > 1000, 'fence split: ' .. x.text) end\n"
+      "for _, x in ipairs(c) do eq(x.title, 'Long'); assert(#x.text <= 1000, 'piece too long: ' .. #x.text); total = "
+      "total + select(2, x.text:gsub('word', ''))\n"
+      "  local _, fences = x.text:gsub('```', ''); assert(fences % 2 == 0 or #fence > 1000, 'fence split: ' .. x.text) "
+      "end\n"
       "eq(total, 60 * 20, 'no words lost')\n");
   run(L, "chunks/giant_line_is_cut_on_utf8_boundaries",
       "local c = kb.chunks(string.rep('\\xc3\\xa9', 2000), {max_chunk = 999})\n"
@@ -123,7 +132,8 @@ static void chunk_cases(lua_State *L) {
   run(L, "chunks/random_markdown_like_bytes_never_lose_text_or_break_utf8",
       "local seed = 7\n"
       "local function rand(n) seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n + 1 end\n"
-      "local alphabet = {'#', '# ', '## ', '`', '```', '~~~', '\\n', '\\n\\n', ' ', 'a', 'Z', '_', '.', '-', '\\xff', '\\xc3', '\\xa9', '\\0', '\\r', 'word', 'pltpu.VMEM', 'x9'}\n"
+      "local alphabet = {'#', '# ', '## ', '`', '```', '~~~', '\\n', '\\n\\n', ' ', 'a', 'Z', '_', '.', '-', '\\xff', "
+      "'\\xc3', '\\xa9', '\\0', '\\r', 'word', 'pltpu.VMEM', 'x9'}\n"
       "for round = 1, 300 do\n"
       "  local parts = {}\n"
       "  for i = 1, rand(400) do parts[i] = alphabet[rand(#alphabet)] end\n"
@@ -140,10 +150,12 @@ static void chunk_cases(lua_State *L) {
       "  local inhead, lines = 0, {}\n"
       "  for line in (md:gsub('\\r\\n', '\\n') .. '\\n'):gmatch('([^\\n]*)\\n') do lines[#lines + 1] = line end\n"
       "  for j, line in ipairs(lines) do\n"
-      "    local under = lines[j + 1] and (lines[j + 1]:match('^ ? ? ?=+[ \\t]*$') or lines[j + 1]:match('^ ? ? ?%-+[ \\t]*$'))\n"
+      "    local under = lines[j + 1] and (lines[j + 1]:match('^ ? ? ?=+[ \\t]*$') or lines[j + 1]:match('^ ? ? ?%-+[ "
+      "\\t]*$'))\n"
       "    if line:match('^ ? ? ?#') or under then inhead = inhead + select(2, line:gsub('word', '')) end\n"
       "  end\n"
-      "  assert(words <= inmd and words >= inmd - inhead, string.format('round %d: %d words of %d', round, words, inmd))\n"
+      "  assert(words <= inmd and words >= inmd - inhead, string.format('round %d: %d words of %d', round, words, "
+      "inmd))\n"
       "  assert(type(kb.tokens(md)) == 'table')\n"
       "end\n");
 }
@@ -152,7 +164,8 @@ static void chunk_cases(lua_State *L) {
 static void index_cases(lua_State *L) {
   run(L, "search/bm25_prefers_exact_identifier_and_title",
       "local ix = kb.new()\n"
-      "ix:add('a.md', '# Memory\\nUse pltpu.VMEM for scratch buffers in fast memory.\\n# Other\\nvmem is mentioned here and there, vmem vmem.\\n')\n"
+      "ix:add('a.md', '# Memory\\nUse pltpu.VMEM for scratch buffers in fast memory.\\n# Other\\nvmem is mentioned "
+      "here and there, vmem vmem.\\n')\n"
       "ix:add('b.md', '# Blocks\\nA BlockSpec maps grid indices to blocks.\\n# Specs\\nThe block of a spec.\\n')\n"
       "local r = ix:search('pltpu.VMEM', 2)\n"
       "eq(r[1].title, 'Memory') eq(r[1].file, 'a.md') assert(r[1].score > r[2].score)\n"
@@ -174,12 +187,14 @@ static void index_cases(lua_State *L) {
       "write(d .. '/.hidden/x.md', '# X\\nalpha\\n') write(d .. '/notes.txt', 'alpha')\n"
       "local ix = assert(kb.open{dirs = {d .. '/'}})\n"
       "eq(ix:stats().files, 2)\n"
-      "local r = ix:search('alpha') eq(#r, 1) eq(r[1].name, 'sub/a.md') eq(r[1].file, d .. '/sub/a.md') eq(r[1].title, 'a')\n"
+      "local r = ix:search('alpha') eq(#r, 1) eq(r[1].name, 'sub/a.md') eq(r[1].file, d .. '/sub/a.md') eq(r[1].title, "
+      "'a')\n"
       "os.execute('rm -rf ' .. d)\n");
   run(L, "open/skip_leaves_out_named_subdirectories_also_for_stale",
       "local d = tmpdir()\n"
       "os.execute('mkdir -p ' .. d .. '/learned ' .. d .. '/sub/learned')\n"
-      "write(d .. '/a.md', '# A\\nalpha\\n') write(d .. '/learned/l.md', '# L\\nalpha\\n') write(d .. '/sub/learned/x.md', '# X\\nalpha\\n')\n"
+      "write(d .. '/a.md', '# A\\nalpha\\n') write(d .. '/learned/l.md', '# L\\nalpha\\n') write(d .. "
+      "'/sub/learned/x.md', '# X\\nalpha\\n')\n"
       "local ix = assert(kb.open{dirs = {d}, skip = {'learned/'}})\n"
       "eq(ix:stats().files, 2, 'only the top-level learned/ is skipped')\n"
       "write(d .. '/learned/m.md', '# M\\nbeta\\n') eq(ix:stale(), false, 'changes in skipped dirs do not matter')\n"

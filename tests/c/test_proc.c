@@ -8,15 +8,15 @@
 #include "mk.h"
 
 static int passed, failed;
-#define CHECK(cond, name)                                   \
-  do {                                                      \
-    if (cond) {                                             \
-      passed++;                                             \
-      printf("ok   %s\n", name);                            \
-    } else {                                                \
-      failed++;                                             \
-      printf("FAIL %s (%s:%d)\n", name, __FILE__, __LINE__); \
-    }                                                       \
+#define CHECK(cond, name)                                                                                              \
+  do {                                                                                                                 \
+    if (cond) {                                                                                                        \
+      passed++;                                                                                                        \
+      printf("ok   %s\n", name);                                                                                       \
+    } else {                                                                                                           \
+      failed++;                                                                                                        \
+      printf("FAIL %s (%s:%d)\n", name, __FILE__, __LINE__);                                                           \
+    }                                                                                                                  \
   } while (0)
 
 static int run(const char *src) {
@@ -107,7 +107,8 @@ int main(void) {
                      "return 0\n");
   CHECK(code == 0, "proc/spawn: a child still running at shutdown is killed, nothing leaks");
 
-  code = run(PRELUDE "local h = assert(proc.spawn{argv = {'sh', '-c', 'head -c 20000000 /dev/zero | tr \"\\\\0\" x; echo; echo end'}})\n"
+  code = run(PRELUDE "local h = assert(proc.spawn{argv = {'sh', '-c', 'head -c 20000000 /dev/zero | tr \"\\\\0\" x; "
+                     "echo; echo end'}})\n"
                      "local l = h:read_line()\n"
                      "if #l ~= 20000000 or h:read_line() ~= 'end' or h:read_line() ~= nil then return 35 end\n"
                      "return h:wait().code == 0 and 0 or 36\n");

@@ -8,15 +8,15 @@
 #include "mk.h"
 
 static int passed, failed;
-#define CHECK(cond, name)                                   \
-  do {                                                      \
-    if (cond) {                                             \
-      passed++;                                             \
-      printf("ok   %s\n", name);                            \
-    } else {                                                \
-      failed++;                                             \
-      printf("FAIL %s (%s:%d)\n", name, __FILE__, __LINE__); \
-    }                                                       \
+#define CHECK(cond, name)                                                                                              \
+  do {                                                                                                                 \
+    if (cond) {                                                                                                        \
+      passed++;                                                                                                        \
+      printf("ok   %s\n", name);                                                                                       \
+    } else {                                                                                                           \
+      failed++;                                                                                                        \
+      printf("FAIL %s (%s:%d)\n", name, __FILE__, __LINE__);                                                           \
+    }                                                                                                                  \
   } while (0)
 
 typedef struct {
