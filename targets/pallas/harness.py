@@ -1324,17 +1324,50 @@ def _block_over(spec, shape, name):
     return None
 
 
+MAX_GRID_WALK = 4096  # grid points whose output block indices are evaluated (_uncovered)
+
+
+def _uncovered(spec, shape, grid, name):
+    """A grid that leaves part of an output unwritten in some dimension (a
+    floor-divided grid, 3584 // 2048 = 1, for sizes that are not multiples
+    of the blocks, as a test scale's are), from the spec's index map at
+    every grid point; None when it covers or cannot be told."""
+    block, imap = getattr(spec, "block_shape", None), getattr(spec, "index_map", None)
+    if block is None or imap is None or shape is None or len(block) != len(shape) or not grid:
+        return None
+    if any(not isinstance(d, int) for d in grid) or not 0 < math.prod(grid) <= MAX_GRID_WALK:
+        return None
+    import itertools
+    top = [0] * len(block)
+    for point in itertools.product(*[range(d) for d in grid]):
+        idx = imap(*point)
+        for k, v in enumerate(idx if isinstance(idx, (tuple, list)) else (idx,)):
+            top[k] = max(top[k], int(v) + 1)
+    for k, (b, d) in enumerate(zip(block, shape)):
+        if isinstance(b, int) and not isinstance(b, bool) and b <= d and top[k] * b < d:
+            return "the grid writes %d of the %d entries of %s in dimension %d" % (top[k] * b, d, name, k)
+    return None
+
+
 def scale_hints(grid, in_specs, out_specs, operands, outputs):
     """Signs, in one pallas_call, that its sizes are smaller than the kernel
     was written for: a grid with an empty dimension, a block larger than
-    its array in some dimension."""
+    its array in some dimension, a grid that does not cover an output."""
     g = tuple(grid) if isinstance(grid, (list, tuple)) else (grid,) if isinstance(grid, int) else ()
     hints = ["empty grid %s" % (g,)] if any(isinstance(d, int) and d == 0 for d in g) else []
     pairs = [(sp, getattr(x, "shape", None), "input %d" % i) for i, (sp, x) in
              enumerate(zip(_spec_list(in_specs), operands))]
-    pairs += [(sp, getattr(x, "shape", None), "output %d" % i) for i, (sp, x) in
-              enumerate(zip(_spec_list(out_specs), outputs))]
-    return hints + [h for h in (_block_over(*p) for p in pairs) if h]
+    outs = [(sp, getattr(x, "shape", None), "output %d" % i) for i, (sp, x) in
+            enumerate(zip(_spec_list(out_specs), outputs))]
+    hints += [h for h in (_block_over(*p) for p in pairs + outs) if h]
+    if not hints:
+        for sp, shape, name in outs:
+            try:
+                h = _uncovered(sp, shape, g, name)
+            except Exception:  # an index map that needs more than grid indices: no sign from it
+                h = None
+            hints += [h] if h else []
+    return hints
 
 
 def _record_hints(jax, k, args):
@@ -1555,7 +1588,8 @@ def choose_scale(jax, task, ref, dtype, a):
         sys.stderr.write(m + "\n")
     if a.scale_factor:
         syms = sc.symbols(task["reference"], task["inputs_fn"], task["config"], task["entry"])
-        chosen = sc.try_factor(sys.modules[__name__], jax, task, ref, dtype, syms, a.scale_factor, mem // 3)
+        chosen = sc.try_factor(sys.modules[__name__], jax, task, ref, dtype, syms, a.scale_factor, mem // 3,
+                               tier=a.scale_tier)
         if chosen.reason and chosen.reason != "nothing to scale":
             raise HarnessError("cannot_freeze", "%s at scale factor %d: %s" % (task["name"], a.scale_factor,
                                                                              chosen.reason))
@@ -1564,6 +1598,7 @@ def choose_scale(jax, task, ref, dtype, a):
         target = test_scale_target(jax, a.test_scale)
         chosen, tried = sc.choose(sys.modules[__name__], jax, task, ref, dtype, target, mem // 3, log)
     record = {"factor": chosen.f, "target": None if a.scale_factor else test_scale_target(jax, a.test_scale),
+              "tier": chosen.plan.get("tier"),
               "config": chosen.plan["config"], "inputs": chosen.plan["inputs"], "pinned": chosen.plan["pinned"],
               "flops": chosen.flops, "call_s": chosen.call_s, "tried": [t.record() for t in tried]}
     return chosen, record
@@ -2075,6 +2110,7 @@ def build_parser():
                    help="test sizes: auto (search from the largest size at about %d on a CPU backend; the "
                         "task's own on a device), off, or that size" % TEST_SCALE_TARGET)
     s.add_argument("--scale-factor", type=int, help="freeze at exactly this scale factor (no search)")
+    s.add_argument("--scale-tier", choices=("widths",), help="with --scale-factor: scale only the width sizes")
     s = add("verify", cmd_verify, task=False)
     s.add_argument("--tests", required=True, help="frozen tests directory")
     add("compile", cmd_compile, candidate=True, tests=False)

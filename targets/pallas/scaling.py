@@ -29,6 +29,12 @@ SEARCH_S = 240     # seconds of search; no new factor is tried after them
 NOT_SIZE = re.compile(r"seed|tol|eps|theta|rate|prob|dropout|scale|factor|value|alpha|beta|temp|base|^p$|_p$",
                       re.I)
 INDEPENDENT = "the output does not change when the largest input does"
+# Sizes of a model's width (heads, head and hidden dimensions, channels,
+# features): tables of lengths and offsets a task writes at module level
+# (ragged attention's per-sequence lengths) index the other sizes, never
+# these, so when scaling every size breaks the reference, the widths alone
+# are scaled (the "widths" tier).
+WIDTH = re.compile(r"head|dim|hidden|channel|feature|embed|d_model|width", re.I)
 # Calls whose integer arguments are keys or counts of keys, never sizes.
 KEY_CALLS = ("key", "PRNGKey", "split", "fold_in", "seed")
 
@@ -135,14 +141,15 @@ def symbols(source, inputs_fn, config, entry=None):
     return out
 
 
-def plan(syms, f):
+def plan(syms, f, tier=None):
     """The sizes at factor f: {"factor", "config": overrides, "inputs": {symbol: v}}
-    (only the symbols that change)."""
+    (only the symbols that change); tier "widths": only the width symbols
+    (WIDTH) change."""
     out = {"factor": f, "config": {}, "inputs": {}, "pinned": syms.get("pinned", {}),
-           "symbols": len(syms["config"]) + len(syms["inputs"])}
+           "symbols": len(syms["config"]) + len(syms["inputs"]), "tier": tier}
     for part in ("config", "inputs"):
         for k, v in syms[part].items():
-            if scaled(v, f) != v:
+            if scaled(v, f) != v and (tier != "widths" or WIDTH.search(k)):
                 out[part][k] = scaled(v, f)
     return out
 
@@ -186,26 +193,53 @@ class Attempt:
     def __init__(self, f, p):
         self.f, self.plan, self.reason, self.inputs_fn = f, p, None, None
         self.flops, self.call_s, self.input_bytes = None, None, None
+        self.made = False  # whether its inputs were made (a cost refusal from shapes alone makes none)
         self.too_big = False  # refused for its cost: larger sizes are not tried
         self.unscalable = f == 1 and not p["symbols"]  # its own sizes are the only choice
         self.warning = None
 
     def record(self):
-        out = {"factor": self.f, "flops": self.flops, "call_s": self.call_s, "input_bytes": self.input_bytes}
+        out = {"factor": self.f, "flops": self.flops, "call_s": self.call_s, "input_bytes": self.input_bytes,
+               "inputs_made": self.made}
+        if self.plan.get("tier"):
+            out["tier"] = self.plan["tier"]
         if self.reason:
             out["refused"] = self.reason
         return out
 
 
-def _input_bytes(h, jax, task, ref, dtype, fn):
-    """Bytes of the inputs at this scale, from their shapes alone (nothing is
-    allocated); None when the inputs function cannot be traced abstractly."""
+def _abstract_inputs(h, jax, task, ref, dtype, fn):
+    """(dynamic inputs, statics) of this scale traced abstractly: arrays as
+    ShapeDtypeStructs, Python values as they are; nothing is allocated.
+    None when the inputs function needs concrete values (group sizes
+    computed on arrays) or fails: the inputs are then made to find out."""
+    box = {}
+
     def arrays():
-        return [x for x in h.make_inputs(task, ref, 0, None, dtype, fn)[0] if hasattr(x, "shape")]
+        dyn, statics = h.make_inputs(task, ref, 0, None, dtype, fn)
+        box["dyn"], box["statics"] = dyn, statics
+        return [x for x in dyn if hasattr(x, "shape")]
     try:
-        return int(sum(s.size * s.dtype.itemsize for s in jax.tree_util.tree_leaves(jax.eval_shape(arrays))))
-    except Exception:  # a concrete-only inputs function: its inputs are measured when made
+        shapes = iter(jax.eval_shape(arrays))
+    except Exception:
         return None
+    return [next(shapes) if hasattr(x, "shape") else x for x in box["dyn"]], box["statics"]
+
+
+def _abstract_cost(h, jax, task, ref, dtype, a):
+    """Bytes of a's inputs and FLOPs of one reference call, from shapes
+    alone, before anything is made (a 3-D convolution's inputs take longer
+    to make than its FLOPs take to count). Sets a.input_bytes and a.flops
+    when they can be known this way."""
+    ab = _abstract_inputs(h, jax, task, ref, dtype, a.inputs_fn)
+    if ab is None:
+        return
+    dyn, statics = ab
+    try:
+        a.input_bytes = int(sum(x.size * x.dtype.itemsize for x in dyn if hasattr(x, "shape")))
+        a.flops = _flops(h.jit_static(jax, h.entry_fn(task, ref, statics), dyn).lower(*dyn))
+    except Exception:  # the reference fails on these shapes (or odd dtypes): running it says how
+        a.flops = None
 
 
 def _flops(lowered):
@@ -249,12 +283,12 @@ def _run_reference(h, jax, task, ref, dtype, a, budget):
     when this scale is refused. Returns the outputs."""
     np = __import__("numpy")
     dyn, statics = h.make_inputs(task, ref, 0, None, dtype, a.inputs_fn)
+    a.made = True
     a.input_bytes = sum(int(x.nbytes) for x in dyn if hasattr(x, "nbytes"))
     fn = h.jit_static(jax, h.entry_fn(task, ref, statics), dyn)
-    a.flops = _flops(fn.lower(*dyn))
-    budget = FULL_FLOP_BUDGET if a.unscalable else budget
-    if a.flops and a.flops > budget:
-        a.reason, a.too_big = "%.3g FLOP a call, over the budget of %.3g" % (a.flops, budget), True
+    if a.flops is None:
+        a.flops = _flops(fn.lower(*dyn))
+    if _over_budget(a, budget):
         return None
     t0 = h._clock()
     outs = [h._to_numpy(o) for o in h._leaves(fn(*dyn))]
@@ -270,11 +304,20 @@ def _run_reference(h, jax, task, ref, dtype, a, budget):
     return outs
 
 
-def try_factor(h, jax, task, ref, dtype, syms, f, max_input_bytes, budget=FLOP_BUDGET):
-    """An Attempt at factor f (its reason set when refused)."""
-    p = plan(syms, f)
+def _over_budget(a, budget):
+    """Refuses a (too_big) when its FLOPs a call pass the budget."""
+    budget = FULL_FLOP_BUDGET if a.unscalable else budget
+    if a.flops and a.flops > budget:
+        a.reason, a.too_big = "%.3g FLOP a call, over the budget of %.3g" % (a.flops, budget), True
+    return a.too_big
+
+
+def try_factor(h, jax, task, ref, dtype, syms, f, max_input_bytes, budget=FLOP_BUDGET, tier=None):
+    """An Attempt at factor f (its reason set when refused); the cost is
+    checked from shapes before any input is made."""
+    p = plan(syms, f, tier)
     a = Attempt(f, p)
-    h.PHASE["now"] = "running the reference at scale factor %d" % f
+    h.PHASE["now"] = "running the reference at scale factor %d%s" % (f, " (%s only)" % tier if tier else "")
     if f > 1 and not p["config"] and not p["inputs"]:
         a.reason = "nothing to scale"
         return a
@@ -283,11 +326,13 @@ def try_factor(h, jax, task, ref, dtype, syms, f, max_input_bytes, budget=FLOP_B
             a.inputs_fn = scaled_inputs_fn(task["reference"], task["reference_file"], task["inputs_fn"],
                                            p["inputs"], vars(ref))
         with h.config_scope(ref, p["config"]):
-            nbytes = _input_bytes(h, jax, task, ref, dtype, a.inputs_fn)
+            _abstract_cost(h, jax, task, ref, dtype, a)
             limit = max_input_bytes if a.unscalable else SCALED_INPUT_BYTES
-            if nbytes and limit and nbytes > limit:
-                a.input_bytes, a.too_big = nbytes, True
-                a.reason = "inputs of %.3g MB, over the limit of %.3g MB" % (nbytes / 1e6, limit / 1e6)
+            if a.input_bytes and limit and a.input_bytes > limit:
+                a.too_big = True
+                a.reason = "inputs of %.3g MB, over the limit of %.3g MB" % (a.input_bytes / 1e6, limit / 1e6)
+                return a
+            if _over_budget(a, budget):
                 return a
             _run_reference(h, jax, task, ref, dtype, a, budget)
     except h.HarnessError:
@@ -304,34 +349,65 @@ def _hopeless(tried):
     return len(last) == 3 and last[0].startswith("the reference fails") and len(set(last)) == 1
 
 
-def choose(h, jax, task, ref, dtype, target, max_input_bytes=None, log=None):
-    """The chosen Attempt and the list of all attempts; raises
-    h.HarnessError('cannot_freeze') naming why when no factor works."""
-    syms = symbols(task["reference"], task["inputs_fn"], task.get("config"), task["entry"])
-    if not target:  # the task's own sizes (a device): nothing to choose, no budget
-        return Attempt(1, plan(syms, 1)), []
-    tried, floor, budget = [], 0, START_FLOPS
-    end = h._clock() + SEARCH_S
-    for f in factors(syms, target):
+def _ignores_input(tried):
+    """The output ignored the largest input at the last two factors: a
+    property of the task (26k's norm over 1x1 planes), not of its sizes."""
+    return len(tried) >= 2 and all(a.reason == INDEPENDENT for a in tried[-2:])
+
+
+def _search(h, jax, task, ref, dtype, syms, order, ctx, tier=None):
+    """The first Attempt accepted among the factors `order` (None when none
+    is); every attempt is appended to ctx["tried"]."""
+    mine, floor = [], 0
+    budget = START_FLOPS if tier is None else FLOP_BUDGET
+    for f in order:
         if f <= floor:
             continue
-        if _hopeless(tried) or h._clock() > end:
+        if _hopeless(mine) or _ignores_input(mine) or h._clock() > ctx["end"]:
             break
-        a = try_factor(h, jax, task, ref, dtype, syms, f, max_input_bytes, budget)
+        a = try_factor(h, jax, task, ref, dtype, syms, f, ctx["max_input_bytes"], budget, tier)
         if a.too_big:
             floor = f
         elif a.reason:
             budget = FLOP_BUDGET  # small sizes ran but cannot test: larger ones may cost more
         if a.reason == "nothing to scale":
             continue
-        tried.append(a)
-        if log:
-            log("test scale: factor %d: %s" % (f, a.reason or "ok"))
+        mine.append(a)
+        ctx["tried"].append(a)
+        if ctx["log"]:
+            ctx["log"]("test scale: factor %d%s: %s" % (f, " (%s only)" % tier if tier else "", a.reason or "ok"))
         if not a.reason:
-            return a, tried
+            return a
+    return None
+
+
+def _widths_differ(syms):
+    """Whether scaling the widths alone is another plan than scaling all."""
+    names = list(syms["config"]) + list(syms["inputs"])
+    return any(WIDTH.search(k) for k in names) and not all(WIDTH.search(k) for k in names)
+
+
+def choose(h, jax, task, ref, dtype, target, max_input_bytes=None, log=None):
+    """The chosen Attempt and the list of all attempts; raises
+    h.HarnessError('cannot_freeze') naming why when no factor works.
+    Every size is scaled by the factor first; when the reference fails at
+    every factor so tried, the widths alone are (WIDTH)."""
+    syms = symbols(task["reference"], task["inputs_fn"], task.get("config"), task["entry"])
+    if not target:  # the task's own sizes (a device): nothing to choose, no budget
+        return Attempt(1, plan(syms, 1)), []
+    ctx = {"tried": [], "end": h._clock() + SEARCH_S, "max_input_bytes": max_input_bytes, "log": log}
+    order = factors(syms, target)
+    a = _search(h, jax, task, ref, dtype, syms, order, ctx)
+    failed = any(t.reason.startswith("the reference fails") for t in ctx["tried"])
+    if a is None and failed and _widths_differ(syms):
+        a = _search(h, jax, task, ref, dtype, syms, [f for f in order if f > 1], ctx, tier="widths")
+    if a is not None:
+        return a, ctx["tried"]
+    tried = ctx["tried"]
     ran = [a for a in tried if a.reason == INDEPENDENT]
     if ran:  # at every size tried: a property of the task, not of its test scale
         ran[0].warning, ran[0].reason = ran[0].reason + " at any test scale tried", None
         return ran[0], tried
-    why = "; ".join("factor %d: %s" % (a.f, a.reason) for a in tried) or "no sizes to try"
+    why = "; ".join("factor %d%s: %s" % (a.f, " (%s only)" % a.plan["tier"] if a.plan.get("tier") else "", a.reason)
+                    for a in tried) or "no sizes to try"
     raise h.HarnessError("cannot_freeze", "%s cannot be frozen at any test scale (%s)" % (task["name"], why))

@@ -569,10 +569,13 @@ function M.larger_scales(task, tests_dir)
   local rec = type(info.test_scale) == "table" and info.test_scale or type(info.scale) == "table" and info.scale
   local f = rec and math.tointeger(rec.factor)
   if f then
+    local tier = type(rec.tier) == "string" and rec.tier or nil -- "widths": only those sizes were scaled
     while f > 1 do
       f = f // 2
-      out[#out + 1] = { args = { "--scale-factor", tostring(f) }, slug = "f" .. f,
-        label = f == 1 and "the task's own sizes" or ("scale factor " .. f) }
+      local args = { "--scale-factor", tostring(f) }
+      if tier and f > 1 then args[3], args[4] = "--scale-tier", tier end
+      out[#out + 1] = { args = args, slug = "f" .. f .. (tier and f > 1 and tier or ""),
+        label = f == 1 and "the task's own sizes" or ("scale factor " .. f .. (tier and " (" .. tier .. " only)" or "")) }
     end
     return out
   end

@@ -35,6 +35,15 @@ t.test("larger scales double the recorded cap up to the task's own sizes, or hal
   labels = {}
   for _, s in ipairs(pallas.larger_scales({ config = {} }, d)) do labels[#labels + 1] = s.label end
   t.eq(table.concat(labels, ", "), "scale factor 4, scale factor 2, the task's own sizes")
+  -- a suite whose widths alone were scaled escalates in the same tier
+  assert(fs.write(d .. "/cases.json", '{"test_scale": {"factor": 4.0, "tier": "widths"}}'))
+  local scales = pallas.larger_scales({ config = {} }, d)
+  t.eq(#scales, 2)
+  t.eq(scales[1].label, "scale factor 2 (widths only)")
+  t.eq(table.concat(scales[1].args, " "), "--scale-factor 2 --scale-tier widths")
+  t.eq(table.concat(scales[2].args, " "), "--scale-factor 1")
+  assert(fs.write(d .. "/cases.json", '{"test_scale": {"factor": 2.0, "tier": null}}'))
+  t.eq(table.concat(pallas.larger_scales({ config = {} }, d)[1].args, " "), "--scale-factor 1")
   fs.rm_rf(d)
 end)
 

@@ -701,6 +701,46 @@ class TestScaleChosen(unittest.TestCase):
         self.assertEqual(ts["pinned"], {"hidden": 2048, "#2048": 2048})
         self.assertEqual(r["cases"][0]["shapes"], [[256, 64], [64, 2048], [2048]])
 
+    def test_cost_is_counted_from_shapes_before_any_input_is_made(self):
+        # at its own sizes: 4.3 GFLOP a call, inputs made through 1 GiB;
+        # under a 900 MiB limit the freeze only passes if nothing is made there
+        r, _, err, tests = self.freeze("scale_cost", env={"MK_PALLAS_MEM_MB": "900"})
+        self.assertEqual(r["status"], "ok", "%r %s" % (r, err[-2000:]))
+        first, chosen = r["test_scale"]["tried"][0], r["test_scale"]["tried"][-1]
+        self.assertEqual((first["factor"], first["inputs_made"]), (1, False), first)
+        self.assertIn("FLOP a call, over the budget", first["refused"])
+        self.assertGreater(first["flops"], 2e9)
+        self.assertEqual((r["test_scale"]["factor"], chosen["inputs_made"]), (2, True))
+        self.assertEqual(r["test_scale"]["inputs"], {"batch": 64, "chans": 32, "n": 32})
+        cand = os.path.join(TASKS, "scale_cost", "baseline.py")
+        t, _, err = run_harness("test", "--task", os.path.join(TASKS, "scale_cost"), "--candidate", cand,
+                                "--tests", tests)
+        self.assertEqual(t["status"], "ok", (t, err[-2000:]))
+
+    def test_an_output_that_ignores_an_input_everywhere_is_frozen_with_a_warning_after_two_scales(self):
+        r = self.frozen_and_passes("scale_ignored")
+        ts = r["test_scale"]
+        self.assertEqual([t["factor"] for t in ts["tried"]], [8, 4])  # not every factor
+        self.assertEqual(ts["factor"], 8)
+        self.assertTrue(any("does not change when the largest input does at any test scale tried" in w
+                            for w in r["warnings"]), r["warnings"])
+
+    def test_sizes_tied_to_a_module_table_stay_and_the_widths_shrink(self):
+        r = self.frozen_and_passes("scale_tables")
+        ts = r["test_scale"]
+        self.assertEqual((ts["tier"], ts["factor"]), ("widths", 4))
+        self.assertEqual(r["scaled_config"], {"num_heads": 16, "head_dim": 128})
+        self.assertEqual(r["cases"][0]["shapes"], [[1024, 16, 128], [16, 128, 128], [32], [32]])
+        # every size divided: the reference fails (a negative pad) until that is hopeless
+        self.assertTrue(any(t.get("refused", "").startswith("the reference fails") and "tier" not in t
+                            for t in ts["tried"]), ts["tried"])
+        # escalation freezes the next scale in the same tier
+        tests = os.path.join(self.tmp, "scale_tables-f2")
+        r2, _, err = run_harness("freeze", "--task", os.path.join(TASKS, "scale_tables"), "--tests", tests,
+                                 "--seeds", "0", "--heldout", "", "--scale-factor", "2", "--scale-tier", "widths")
+        self.assertEqual(r2["status"], "ok", (r2, err[-2000:]))
+        self.assertEqual(r2["scaled_config"], {"num_heads": 32, "head_dim": 256})
+
     def test_no_testable_scale_is_one_clear_error(self):
         r, code, err, _ = self.freeze("scale_constant")
         self.assertEqual((code, r["status"], r["error"]["kind"]), (3, "error", "cannot_freeze"))

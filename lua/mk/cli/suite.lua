@@ -26,7 +26,8 @@ baseline; no tuning, no profile). Prints one line per task:
 STATUS is the evaluation's verdict (ok, incorrect, compile_error, ...), or
 `error` when the task could not be loaded or frozen and `limit` when it
 ran past --time-limit or --mem-limit. SCALE is `1/F` when the task's sizes
-were divided by F for the tests, `own` for its own sizes. PEAK_MB is the
+were divided by F for the tests, `1/Fw` when only its widths were (heads,
+head and hidden dimensions, channels), `own` for its own sizes. PEAK_MB is the
 largest resident memory of one of its harness processes (Pallas target).
 
   --time-limit S   seconds per task (default 300)
@@ -60,7 +61,8 @@ end
 local function scale_text(ts)
   if type(ts) ~= "table" or not ts.factor then return "-" end
   local f = math.tointeger(ts.factor) or ts.factor
-  return f == 1 and "own" or ("1/" .. tostring(f))
+  local w = ts.tier == "widths" and "w" or "" -- only the width sizes were divided
+  return f == 1 and "own" or ("1/" .. tostring(f) .. w)
 end
 
 -- The verdict on the reference as a candidate: tested on the frozen search
