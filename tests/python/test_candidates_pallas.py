@@ -100,8 +100,8 @@ class TestScreenWholeFile(unittest.TestCase):
 
 
 class _Spec:
-    def __init__(self, block_shape):
-        self.block_shape = block_shape
+    def __init__(self, block_shape, index_map=None):
+        self.block_shape, self.index_map = block_shape, index_map
 
 
 class _Arr:
@@ -121,6 +121,18 @@ class TestScaleSigns(unittest.TestCase):
                                  "block (512, 512) of output 0 exceeds its shape (256, 256)"])
         self.assertEqual(H.scale_hints((2,), [_Spec((8, 128)), _Spec(None)], [_Spec((8, 128))],
                                        [_Arr(16, 128), _Arr(128)], [_Arr(16, 128)]), [])
+
+    def test_a_grid_that_leaves_part_of_an_output_unwritten(self):
+        # 8p_GEMM's expert grid, rounded down, at N = 3584: one 2048-wide column tile
+        ij = _Spec((1024, 2048), lambda i, j, k: (i, j))
+        self.assertEqual(H.scale_hints((1, 3584 // 2048, 1), [], [ij], [], [_Arr(1024, 3584)]),
+                         ["the grid writes 2048 of the 3584 entries of output 0 in dimension 1"])
+        # rounded up (an edge block), or exact: covered
+        self.assertEqual(H.scale_hints((1, 2, 1), [], [ij], [], [_Arr(1024, 3584)]), [])
+        self.assertEqual(H.scale_hints((2, 2), [], [_Spec((8, 128), lambda i, j: (i, j))], [], [_Arr(16, 256)]), [])
+        # an index map that needs scalar-prefetch refs: no sign from it
+        pre = _Spec((8, 128), lambda i, lens_ref: (lens_ref[i], 0))
+        self.assertEqual(H.scale_hints((1,), [], [pre], [], [_Arr(64, 128)]), [])
 
     def test_own_check_is_a_raise_or_assert_in_the_candidate(self):
         path = os.path.join(CANDS, "pallas_big_blocks_checked.py")
