@@ -23,7 +23,7 @@ echo "== clang-format"
 git ls-files engine targets tests/c | grep -E '\.(c|h)$' | xargs clang-format --dry-run -Werror
 
 echo "== ctest (build)"
-(cd build && ctest --output-on-failure -j "$jobs")
+(cd build && ctest --output-on-failure -j "$jobs" -LE long) # long: tests/long, hours
 
 echo "== ctest (ASan + UBSan, C tests)"
 cmake -S . -B build-asan -DMK_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
