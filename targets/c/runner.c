@@ -296,23 +296,22 @@ static void rule(bpf_t *p, long nr, uint32_t action) {
   jeq(p, (uint32_t)nr, 0, 1);
   ret(p, action);
 }
-/* nr with any bit of mask set in arg i → action, else allow */
-static void rule_mask(bpf_t *p, long nr, int i, uint32_t mask, uint32_t action) {
+/* nr: if_any when arg i has any bit of mask set, else if_none */
+static void rule_bits(bpf_t *p, long nr, int i, uint32_t mask, uint32_t if_any, uint32_t if_none) {
   ld_nr(p);
   jeq(p, (uint32_t)nr, 0, 4);
   ld_arg(p, i);
   jset(p, mask, 0, 1);
-  ret(p, action);
-  ret(p, SECCOMP_RET_ALLOW);
+  ret(p, if_any);
+  ret(p, if_none);
+}
+/* nr with any bit of mask set in arg i → action, else allow */
+static void rule_mask(bpf_t *p, long nr, int i, uint32_t mask, uint32_t action) {
+  rule_bits(p, nr, i, mask, action, SECCOMP_RET_ALLOW);
 }
 /* nr requires a bit of mask in arg i (clone needs CLONE_THREAD), else action */
 static void rule_need(bpf_t *p, long nr, int i, uint32_t mask, uint32_t action) {
-  ld_nr(p);
-  jeq(p, (uint32_t)nr, 0, 4);
-  ld_arg(p, i);
-  jset(p, mask, 0, 1);
-  ret(p, SECCOMP_RET_ALLOW);
-  ret(p, action);
+  rule_bits(p, nr, i, mask, SECCOMP_RET_ALLOW, action);
 }
 /* nr allowed only when arg i (low 32 bits) is one of vals, else action */
 static void rule_in(bpf_t *p, long nr, int i, const uint32_t *vals, int n, uint32_t action) {
