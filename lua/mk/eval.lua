@@ -436,6 +436,10 @@ function Evaluation:correct_result(br, tune, build)
   if build and build.scale_note then -- a target that re-tested at a larger scale says which (pallas)
     r.checked_at = build.checked_at
     r.message = r.message .. "; " .. build.scale_note
+    if build.scaled_tests then -- timed on that scale's case, the baseline on the test scale's
+      r.timed_at = build.checked_at
+      r.message = r.message .. "; timed there, the baseline at the test scale: the two times are not comparable"
+    end
   end
   if r.timing_kind ~= "interpret" and r.speedup > 20 then
     r.suspicious = true

@@ -398,7 +398,7 @@ def choose(h, jax, task, ref, dtype, target, max_input_bytes=None, log=None):
     ctx = {"tried": [], "end": h._clock() + SEARCH_S, "max_input_bytes": max_input_bytes, "log": log}
     order = factors(syms, target)
     a = _search(h, jax, task, ref, dtype, syms, order, ctx)
-    failed = any(t.reason.startswith("the reference fails") for t in ctx["tried"])
+    failed = any((t.reason or "").startswith("the reference fails") for t in ctx["tried"])
     if a is None and failed and _widths_differ(syms):
         a = _search(h, jax, task, ref, dtype, syms, [f for f in order if f > 1], ctx, tier="widths")
     if a is not None:

@@ -58,6 +58,9 @@ t.test("kernels tiled for the task's sizes are checked at a larger scale, never 
   t.eq(r.status, "ok", r.message)
   t.ok(r.checked_at, r.message) -- the scale its blocks tile (scale factor 1 or 2, whichever the freeze chose)
   t.contains(r.message, "checked at " .. tostring(r.checked_at) .. " (at the test scale: empty grid (0, 0")
+  -- timed at that scale: never put against a baseline timed at the test scale without saying so
+  t.eq(r.timed_at, r.checked_at)
+  t.contains(r.message, "the baseline at the test scale: the two times are not comparable")
   local h = ev:heldout(read(CANDS .. "/pallas_big_blocks.py"))
   t.eq(h.status, "ok", h.message)
   -- its own shape check raised at 256: the same
