@@ -118,26 +118,49 @@ def inputs_constants(fn):
 
 
 def pinned_values(tree, entry):
-    """Sizes the computation itself writes down (`num_groups = 64`,
-    `reshape(-1, 4096)`): a size symbol of the same value keeps it."""
+    """Sizes the computation itself writes down: {"names": {name: v}} of its
+    named assignments (`num_groups = 64`) and {"values": set} of the other
+    sizes it writes (`reshape(-1, 4096)`). See is_pinned."""
     fn = _function(tree, entry)
+    out = {"names": {}, "values": set()}
     if fn is None:
-        return set()
-    return {c.value for c in ast.walk(fn) if isinstance(c, ast.Constant) and is_size("", c.value)}
+        return out
+    named = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            for n, c in _assign_names(node):
+                if is_size(n, c.value):
+                    out["names"][n] = c.value
+                named.add(id(c))
+    out["values"] = {c.value for c in ast.walk(fn) if isinstance(c, ast.Constant) and id(c) not in named
+                     and is_size("", c.value)}
+    return out
+
+
+def is_pinned(name, v, pins):
+    """A size symbol keeps its value when the computation writes it down: a
+    symbol of a name it assigns (`out_features = 8192`), a number it writes
+    in its code, or a bare number of the inputs function ('#8192') equal to
+    a size it assigns. A symbol of another name that merely has the same
+    value (`in_features = 8192`) is scaled."""
+    if v in pins["values"]:
+        return True
+    key = name[len("CONFIG['"):-2] if name.startswith("CONFIG['") else name
+    return key in pins["names"] or (name.startswith("#") and v in pins["names"].values())
 
 
 def symbols(source, inputs_fn, config, entry=None):
     """Size symbols of a task: {"config": {key: v}, "inputs": {symbol: v},
-    "pinned": {symbol: v}} (pinned: not scaled, see pinned_values)."""
+    "pinned": {symbol: v}} (pinned: not scaled, see is_pinned)."""
     tree = ast.parse(source)
-    pins = pinned_values(tree, entry) if entry else set()
+    pins = pinned_values(tree, entry) if entry else {"names": {}, "values": set()}
     out = {"config": {}, "inputs": {}, "pinned": {}}
     for k, v in (config or {}).items():
         if is_size(k, v):
-            out["pinned" if v in pins else "config"][k] = v
+            out["pinned" if is_pinned(k, v, pins) else "config"][k] = v
     fn = _function(tree, inputs_fn)
     for name, c in (inputs_constants(fn) if fn is not None else []):
-        out["pinned" if c.value in pins else "inputs"][name] = c.value
+        out["pinned" if is_pinned(name, c.value, pins) else "inputs"][name] = c.value
     return out
 
 

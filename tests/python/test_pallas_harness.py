@@ -635,6 +635,24 @@ class TestTestScale(unittest.TestCase):
                                           "CONFIG['seq']": 2048, "#4096": 4096})
         self.assertEqual(syms["pinned"], {"#300": 300})
 
+    def test_a_size_the_computation_names_is_pinned_not_every_size_of_its_value(self):
+        # 45k's way: the workload writes out_features = 8192 and num_groups = 256;
+        # in_features is 8192 too, but another size: it scales (else its
+        # 8192 x 8192 weight passes the input budget at every factor)
+        src = ("CONFIG = {'name': 'x', 'batch': 4096, 'in_features': 8192, 'out_features': 8192, 'groups': 256}\n"
+               "def create_inputs(dtype=None):\n"
+               "    batch, in_features, out_features = 4096, 8192, 8192\n"
+               "    return (batch, in_features), (out_features, in_features), (8192,)\n"
+               "def workload(x, w, b):\n"
+               "    out_features = 8192\n"
+               "    groups = 256\n"
+               "    return (x @ w.T + b).reshape(-1, groups, out_features // groups)\n")
+        syms = SC.symbols(src, "create_inputs", {"batch": 4096, "in_features": 8192, "out_features": 8192,
+                                                 "groups": 256}, "workload")
+        self.assertEqual(syms["config"], {"batch": 4096, "in_features": 8192})
+        self.assertEqual(syms["inputs"], {"batch": 4096, "in_features": 8192})
+        self.assertEqual(syms["pinned"], {"out_features": 8192, "groups": 256, "#8192": 8192})
+
     def test_sizes_scale_by_one_factor_never_below_the_floor(self):
         self.assertEqual([SC.scaled(v, 16) for v in (8192, 1000, 24, 8, 3)], [512, 62, 8, 8, 3])
         p = SC.plan({"config": {"rows": 8192, "cols": 64}, "inputs": {"#4096": 4096}, "pinned": {}}, 32)
