@@ -808,9 +808,11 @@ function M.test(task, build, tests_dir, opts)
   local c, used = M.escalate(task, build.scaled_tests or tests_dir, step, build.base_tests or tests_dir)
   if used ~= (build.scaled_tests or tests_dir) then build.scaled_tests, build.base_tests = used, tests_dir end
   build.scale_note, build.checked_at = c.scale_note or build.scale_note, c.checked_at or build.checked_at
-  if not c.checked then
-    return { status = c.status, correct = false, message = c.message, cases = {}, wall_s = wall + check_s,
-      check_s = check_s, kind = c.kind, phase = c.phase, reason = c.reason }
+  if not c.checked then -- a run-time verdict (out of bounds, race, crash) names the scale it was reached at too
+    local note = c.status ~= "unchecked" and c.status ~= "rescale" and build.scale_note
+    return { status = c.status, correct = false, message = note and (note .. ": " .. tostring(c.message)) or c.message,
+      cases = {}, wall_s = wall + check_s, check_s = check_s, kind = c.kind, phase = c.phase, reason = c.reason,
+      checked_at = note and build.checked_at or nil }
   end
   local cases = {}
   for i, x in ipairs(c.cases or {}) do
