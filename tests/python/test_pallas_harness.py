@@ -747,8 +747,8 @@ class TestScaleChosen(unittest.TestCase):
         r = self.frozen_and_passes("scale_tables")
         ts = r["test_scale"]
         self.assertEqual((ts["tier"], ts["factor"]), ("widths", 4))
-        self.assertEqual(r["scaled_config"], {"num_heads": 16, "head_dim": 128})
-        self.assertEqual(r["cases"][0]["shapes"], [[1024, 16, 128], [16, 128, 128], [32], [32]])
+        self.assertEqual(r["scaled_config"], {"num_heads": 16, "head_dim": 256})
+        self.assertEqual(r["cases"][0]["shapes"], [[1024, 16, 256], [16, 256], [32], [32]])
         # every size divided: the reference fails (a negative pad) until that is hopeless
         self.assertTrue(any(t.get("refused", "").startswith("the reference fails") and "tier" not in t
                             for t in ts["tried"]), ts["tried"])
@@ -757,7 +757,7 @@ class TestScaleChosen(unittest.TestCase):
         r2, _, err = run_harness("freeze", "--task", os.path.join(TASKS, "scale_tables"), "--tests", tests,
                                  "--seeds", "0", "--heldout", "", "--scale-factor", "2", "--scale-tier", "widths")
         self.assertEqual(r2["status"], "ok", (r2, err[-2000:]))
-        self.assertEqual(r2["scaled_config"], {"num_heads": 32, "head_dim": 256})
+        self.assertEqual(r2["scaled_config"], {"num_heads": 32, "head_dim": 512})
 
     def test_no_testable_scale_is_one_clear_error(self):
         r, code, err, _ = self.freeze("scale_constant")
