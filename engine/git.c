@@ -203,6 +203,18 @@ static int lookup_commit(git_repository *repo, const char *spec, git_commit **ou
   return rc;
 }
 
+/* The tree of the commit spec names; on failure *what says which step. */
+static int lookup_tree(git_repository *repo, const char *spec, git_tree **out, const char **what) {
+  git_commit *c = NULL;
+  *what = "cannot find commit";
+  int rc = lookup_commit(repo, spec, &c);
+  if (rc < 0) return rc;
+  *what = "cannot read tree";
+  rc = git_commit_tree(out, c);
+  git_commit_free(c);
+  return rc;
+}
+
 /* Raise on a bad files table (path or data) or parents list, before
  * anything is written: an argument mistake must leave the repository as it
  * was. */
@@ -790,13 +802,10 @@ static int ls_cb(const char *root, const git_tree_entry *entry, void *payload) {
 static int repo_ls(lua_State *L) {
   mk_git_repo *r = check_repo(L, 1);
   const char *spec = luaL_checkstring(L, 2);
-  git_commit *c = NULL;
   git_tree *tree = NULL;
-  int rc = lookup_commit(r->repo, spec, &c);
-  if (rc < 0) return push_git_error(L, rc, "cannot find commit");
-  rc = git_commit_tree(&tree, c);
-  git_commit_free(c);
-  if (rc < 0) return push_git_error(L, rc, "cannot read tree");
+  const char *what;
+  int rc = lookup_tree(r->repo, spec, &tree, &what);
+  if (rc < 0) return push_git_error(L, rc, what);
   lua_newtable(L);
   rc = git_tree_walk(tree, GIT_TREEWALK_PRE, ls_cb, L);
   git_tree_free(tree);
@@ -824,14 +833,11 @@ static int missing_cb(const char *root, const git_tree_entry *entry, void *paylo
 static int repo_missing(lua_State *L) {
   mk_git_repo *r = check_repo(L, 1);
   const char *spec = luaL_checkstring(L, 2);
-  git_commit *c = NULL;
   git_tree *tree = NULL;
   git_odb *odb = NULL;
-  int rc = lookup_commit(r->repo, spec, &c);
-  if (rc < 0) return push_git_error(L, rc, "cannot find commit");
-  rc = git_commit_tree(&tree, c);
-  git_commit_free(c);
-  if (rc < 0) return push_git_error(L, rc, "cannot read tree");
+  const char *what;
+  int rc = lookup_tree(r->repo, spec, &tree, &what);
+  if (rc < 0) return push_git_error(L, rc, what);
   rc = git_repository_odb(&odb, r->repo);
   if (rc < 0) {
     git_tree_free(tree);
