@@ -277,6 +277,23 @@ static int fence_marker(const char *s, size_t n, char *ch, size_t *len) {
   return 1;
 }
 
+/* Whether the lines seen so far leave us inside a code fence. */
+typedef struct {
+  int open;
+  char ch;    /* the opener's character */
+  size_t len; /* and its length: a closer is as long or longer */
+} fence_state;
+
+/* Feeds one line: 1 when it is a fence marker (opening or closing). */
+static int fence_step(fence_state *f, const char *s, size_t n) {
+  char ch;
+  size_t k;
+  if (!fence_marker(s, n, &ch, &k)) return 0;
+  if (!f->open) *f = (fence_state){1, ch, k};
+  else if (ch == f->ch && k >= f->len) f->open = 0;
+  return 1;
+}
+
 /* ATX heading: up to 3 spaces, 1-6 '#', then a space or end of line.
  * Returns the level and sets [*t, *t + *tn) to the trimmed title. */
 static int heading_level(const char *s, size_t n, const char **t, size_t *tn) {
@@ -334,25 +351,14 @@ static void emit_piece(kb_chunker *c, const char *s, size_t n, unsigned line) {
  * UTF-8 character boundary. */
 static void emit_section(kb_chunker *c, const char *s, size_t n, unsigned line) {
   while (n > c->max_chunk) {
-    size_t blank = 0, nl = 0, i = 0, flen = 0;
-    int in_fence = 0;
-    char fch = 0;
+    size_t blank = 0, nl = 0, i = 0;
+    fence_state fence = {0};
     while (i < n) {
       const char *e = memchr(s + i, '\n', n - i);
       size_t ln = e ? (size_t)(e - (s + i)) : n - i;
       size_t end = i + ln + (e ? 1 : 0);
       if (end > c->max_chunk) break;
-      char ch;
-      size_t k;
-      if (fence_marker(s + i, ln, &ch, &k)) {
-        if (!in_fence) {
-          in_fence = 1;
-          fch = ch;
-          flen = k;
-        } else if (ch == fch && k >= flen) in_fence = 0;
-      } else if (!in_fence && i > 0 && is_blank_line(s + i, ln)) {
-        blank = i;
-      }
+      if (!fence_step(&fence, s + i, ln) && !fence.open && i > 0 && is_blank_line(s + i, ln)) blank = i;
       nl = end;
       i = end;
     }
@@ -425,9 +431,7 @@ static void chunk_markdown(const char *s, size_t n, size_t max_chunk, kb_chunk_f
   set_title(&c);
   size_t i = 0, body = 0;
   unsigned line = 1, body_line = 1;
-  int in_fence = 0;
-  char fch = 0;
-  size_t flen = 0;
+  fence_state fence = {0};
   /* the previous line, when it may carry a setext heading's text: it must
    * follow a blank line (or a heading, or start the file) */
   size_t prev = 0, prev_len = 0;
@@ -436,19 +440,10 @@ static void chunk_markdown(const char *s, size_t n, size_t max_chunk, kb_chunk_f
     const char *e = memchr(s + i, '\n', n - i);
     size_t ln = e ? (size_t)(e - (s + i)) : n - i;
     size_t next = i + ln + (e ? 1 : 0);
-    char ch;
-    size_t k;
     const char *t;
     size_t tn;
     int level, cand = 0;
-    if (fence_marker(s + i, ln, &ch, &k)) {
-      if (!in_fence) {
-        in_fence = 1;
-        fch = ch;
-        flen = k;
-      } else if (ch == fch && k >= flen) in_fence = 0;
-      after_break = 0;
-    } else if (in_fence) {
+    if (fence_step(&fence, s + i, ln) || fence.open) {
       after_break = 0;
     } else if ((level = heading_level(s + i, ln, &t, &tn)) > 0) {
       emit_section(&c, s + body, i - body, body_line);

@@ -56,6 +56,9 @@ int mk_runtime_run_main(mk_runtime *rt, int nargs);
 
 /* Engine home: the directory holding lua/, kb/, targets/, examples/. */
 const char *mk_home(lua_State *L);
+/* Finds the home (home.c): MKENGINE_HOME, the installed share/mkengine
+ * beside the executable, or the source tree it was built from. */
+void mk_find_home(char *out, size_t cap);
 /* The directory of the running executable ("" when unknown). */
 const char *mk_exe_dir(void);
 /* A helper program that belongs to the running engine, found relative to

@@ -8,6 +8,7 @@
 local fs = require("mk.fs")
 local task_lib = require("mk.services.task")
 local targets = require("mk.eval.targets")
+local infra = require("mk.eval.infra")
 local util = require("mk.services.util")
 local suites = require("mk.eval.suites")
 local workdir = require("mk.services.workdir")
@@ -106,7 +107,13 @@ function M.new(task, opts)
   self.seed = opts.seed or 0
   self.builds = 0
   self.cache = {}
-  self.pool = opts.pool -- an mk.eval.pool: every method below runs on its workers
+  self.rechecked = {} -- key_of(files) -> true: evaluated by a recheck worker
+  -- opts.pool, an mk.eval.pool: every method below runs on its "eval"
+  -- workers; its "recheck" workers (spec.recheck, a host with the device)
+  -- re-check what came back unchecked (Evaluator:evaluate)
+  local pool = opts.pool
+  if pool and (not pool.serves or pool:serves("eval")) then self.pool = pool end
+  if pool and pool.serves and pool:serves("recheck") then self.recheck_pool = pool end
   return self
 end
 
@@ -120,15 +127,23 @@ local function queued(acct, take, fn, ...)
   end, ...)
 end
 
--- Through a worker pool (mk.eval.pool): the same method on a worker's own
--- evaluator for this task, with this evaluator's options.
-function Evaluator:_remote(op, files, opts)
+-- This evaluator's options as a worker's evaluator gets them; for a
+-- re-check the worker's device decides the interpret mode (TPU interpret
+-- mode only where there is no TPU).
+function Evaluator:_worker_opts(recheck)
   local eo = {}
   for k, v in pairs(self.opts) do
     if k ~= "pool" and k ~= "tests_dir" and k ~= "workdir" and k ~= "keep" then eo[k] = v end
   end
   eo.test_sizes = self.task.test_sizes
-  return self.pool:request(self.task, op, files, opts, eo)
+  if recheck then eo.interpret = nil end
+  return eo
+end
+
+-- Through a worker pool (mk.eval.pool): the same method on a worker's own
+-- evaluator for this task, with this evaluator's options.
+function Evaluator:_remote(op, files, opts)
+  return self.pool:request(self.task, op, files, opts, self:_worker_opts())
 end
 
 function Evaluator:_shared(fn, ...)
@@ -483,6 +498,36 @@ end
 function Evaluator:evaluate(files, opts)
   opts = opts or {}
   files = files_of(self, files)
+  local r = self:_evaluate(files, opts)
+  if r.status == "unchecked" and self.recheck_pool then return self:_recheck(files, opts, r) end
+  return r
+end
+
+-- A kernel this machine (or an "eval" worker) could not check at its sizes
+-- (status "unchecked": made for sizes its CPU cannot reach) evaluated again
+-- on a "recheck" worker, whose device runs it for real. The worker's
+-- verdict replaces the first one, which its message keeps; when no such
+-- worker can take it, the first verdict stands, saying why.
+function Evaluator:_recheck(files, opts, first)
+  local key = "\3recheck" .. key_of(files) .. tostring(opts.tune) .. tostring(opts.profile)
+  if self.cache[key] then return self.cache[key] end
+  local ok, r = pcall(self.recheck_pool.request, self.recheck_pool, self.task, "evaluate", files,
+    { tune = opts.tune, profile = opts.profile, tune_budget = opts.tune_budget }, self:_worker_opts(true), "recheck")
+  if not ok then
+    infra.rethrow(r)
+    local why = type(r) == "table" and r.message or tostring(r)
+    first.message = first.message .. "; no re-check on a device worker: " .. tostring(why)
+    return first
+  end
+  r.recheck_of = first.message
+  self.rechecked[key_of(files)] = true -- its held-out check goes there too
+  r.message = string.format("%s [re-checked on worker %s: here %s]", r.message or "", tostring(r.worker), first.message)
+  if r.status ~= "infra" then self.cache[key] = r end
+  return r
+end
+
+-- evaluate without the re-check.
+function Evaluator:_evaluate(files, opts)
   if self.pool then
     local key = key_of(files) .. "\2" .. tostring(opts.tune) .. tostring(opts.profile) .. tostring(opts.tune_budget)
     self.cache[key] = self.cache[key] or self:_remote("evaluate", files,
@@ -520,6 +565,9 @@ end
 function Evaluator:heldout(files)
   files = files_of(self, files)
   if self.pool then return self:_remote("heldout", files) end
+  if self.rechecked[key_of(files)] then
+    return self.recheck_pool:request(self.task, "heldout", files, nil, self:_worker_opts(true), "recheck")
+  end
   self:freeze()
   local build = self.last_build and self.last_build[key_of(files)]
   local own = not build

@@ -296,23 +296,22 @@ static void rule(bpf_t *p, long nr, uint32_t action) {
   jeq(p, (uint32_t)nr, 0, 1);
   ret(p, action);
 }
-/* nr with any bit of mask set in arg i → action, else allow */
-static void rule_mask(bpf_t *p, long nr, int i, uint32_t mask, uint32_t action) {
+/* nr: if_any when arg i has any bit of mask set, else if_none */
+static void rule_bits(bpf_t *p, long nr, int i, uint32_t mask, uint32_t if_any, uint32_t if_none) {
   ld_nr(p);
   jeq(p, (uint32_t)nr, 0, 4);
   ld_arg(p, i);
   jset(p, mask, 0, 1);
-  ret(p, action);
-  ret(p, SECCOMP_RET_ALLOW);
+  ret(p, if_any);
+  ret(p, if_none);
+}
+/* nr with any bit of mask set in arg i → action, else allow */
+static void rule_mask(bpf_t *p, long nr, int i, uint32_t mask, uint32_t action) {
+  rule_bits(p, nr, i, mask, action, SECCOMP_RET_ALLOW);
 }
 /* nr requires a bit of mask in arg i (clone needs CLONE_THREAD), else action */
 static void rule_need(bpf_t *p, long nr, int i, uint32_t mask, uint32_t action) {
-  ld_nr(p);
-  jeq(p, (uint32_t)nr, 0, 4);
-  ld_arg(p, i);
-  jset(p, mask, 0, 1);
-  ret(p, SECCOMP_RET_ALLOW);
-  ret(p, action);
+  rule_bits(p, nr, i, mask, SECCOMP_RET_ALLOW, action);
 }
 /* nr allowed only when arg i (low 32 bits) is one of vals, else action */
 static void rule_in(bpf_t *p, long nr, int i, const uint32_t *vals, int n, uint32_t action) {
@@ -342,6 +341,36 @@ static void arch_check(bpf_t *p) {
 
 static int seccomp_ok = 0;
 
+#ifdef MK_AUDIT_ARCH
+/* Stage 1 denies these outright (one system call each, kept as a table). */
+// clang-format off
+static const long STAGE1_DENY[] = {
+#ifdef SYS_creat
+  SYS_creat,
+#endif
+#ifdef SYS_fork
+  SYS_fork,
+#endif
+#ifdef SYS_vfork
+  SYS_vfork,
+#endif
+#ifdef SYS_unlink
+  SYS_unlink, SYS_rename, SYS_mkdir, SYS_rmdir, SYS_symlink, SYS_link, SYS_chmod, SYS_chown, SYS_lchown, SYS_mknod,
+#endif
+  SYS_execve, SYS_execveat, SYS_socket, SYS_socketpair, SYS_connect, SYS_bind, SYS_listen, SYS_accept,
+  SYS_accept4, SYS_ptrace, SYS_process_vm_readv, SYS_process_vm_writev, SYS_unlinkat, SYS_renameat,
+  SYS_renameat2, SYS_mkdirat, SYS_symlinkat, SYS_linkat, SYS_fchmod, SYS_fchmodat, SYS_fchown, SYS_fchownat,
+  SYS_truncate, SYS_mount, SYS_umount2, SYS_pivot_root, SYS_chroot, SYS_memfd_create, SYS_io_uring_setup,
+  SYS_bpf, SYS_keyctl, SYS_add_key, SYS_request_key, SYS_setns, SYS_unshare, SYS_userfaultfd, SYS_init_module,
+  SYS_finit_module, SYS_delete_module, SYS_reboot, SYS_kexec_load, SYS_swapon, SYS_swapoff, SYS_sethostname,
+  SYS_setdomainname, SYS_settimeofday, SYS_clock_settime, SYS_clock_adjtime, SYS_adjtimex, SYS_mknodat,
+  SYS_pidfd_open, SYS_pidfd_send_signal, SYS_pidfd_getfd, SYS_kcmp, SYS_shmget, SYS_msgget, SYS_semget,
+  SYS_mq_open, SYS_tkill, SYS_perf_event_open, SYS_quotactl, SYS_acct, SYS_personality,
+  SYS_open_by_handle_at, SYS_name_to_handle_at, SYS_fanotify_init, SYS_process_madvise,
+};
+// clang-format on
+#endif
+
 /* Stage 1, before dlopen: no writing opens, no new processes, no network,
  * no signals to others, no namespace or filesystem changes. */
 static void seccomp_stage1(void) {
@@ -360,97 +389,7 @@ static void seccomp_stage1(void) {
   uint32_t me = (uint32_t)getpid();
   rule_in(&p, SYS_kill, 0, &me, 1, T);
   rule_in(&p, SYS_tgkill, 0, &me, 1, T);
-  long deny[] = {
-#ifdef SYS_creat
-      SYS_creat,
-#endif
-#ifdef SYS_fork
-      SYS_fork,
-#endif
-#ifdef SYS_vfork
-      SYS_vfork,
-#endif
-#ifdef SYS_unlink
-      SYS_unlink,
-      SYS_rename,
-      SYS_mkdir,
-      SYS_rmdir,
-      SYS_symlink,
-      SYS_link,
-      SYS_chmod,
-      SYS_chown,
-      SYS_lchown,
-      SYS_mknod,
-#endif
-      SYS_execve,
-      SYS_execveat,
-      SYS_socket,
-      SYS_socketpair,
-      SYS_connect,
-      SYS_bind,
-      SYS_listen,
-      SYS_accept,
-      SYS_accept4,
-      SYS_ptrace,
-      SYS_process_vm_readv,
-      SYS_process_vm_writev,
-      SYS_unlinkat,
-      SYS_renameat,
-      SYS_renameat2,
-      SYS_mkdirat,
-      SYS_symlinkat,
-      SYS_linkat,
-      SYS_fchmod,
-      SYS_fchmodat,
-      SYS_fchown,
-      SYS_fchownat,
-      SYS_truncate,
-      SYS_mount,
-      SYS_umount2,
-      SYS_pivot_root,
-      SYS_chroot,
-      SYS_memfd_create,
-      SYS_io_uring_setup,
-      SYS_bpf,
-      SYS_keyctl,
-      SYS_add_key,
-      SYS_request_key,
-      SYS_setns,
-      SYS_unshare,
-      SYS_userfaultfd,
-      SYS_init_module,
-      SYS_finit_module,
-      SYS_delete_module,
-      SYS_reboot,
-      SYS_kexec_load,
-      SYS_swapon,
-      SYS_swapoff,
-      SYS_sethostname,
-      SYS_setdomainname,
-      SYS_settimeofday,
-      SYS_clock_settime,
-      SYS_clock_adjtime,
-      SYS_adjtimex,
-      SYS_mknodat,
-      SYS_pidfd_open,
-      SYS_pidfd_send_signal,
-      SYS_pidfd_getfd,
-      SYS_kcmp,
-      SYS_shmget,
-      SYS_msgget,
-      SYS_semget,
-      SYS_mq_open,
-      SYS_tkill,
-      SYS_perf_event_open,
-      SYS_quotactl,
-      SYS_acct,
-      SYS_personality,
-      SYS_open_by_handle_at,
-      SYS_name_to_handle_at,
-      SYS_fanotify_init,
-      SYS_process_madvise,
-  };
-  for (size_t i = 0; i < sizeof deny / sizeof *deny; i++) rule(&p, deny[i], T);
+  for (size_t i = 0; i < sizeof STAGE1_DENY / sizeof *STAGE1_DENY; i++) rule(&p, STAGE1_DENY[i], T);
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && seccomp_load(&p) == 0) seccomp_ok = 1;
 #endif
 }

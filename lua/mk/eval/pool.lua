@@ -56,6 +56,7 @@ function M.load(path)
     check_list(s.ssh_options, where .. ": ssh_options")
     check_list(s.extra, where .. ": extra")
     if s.env ~= nil and type(s.env) ~= "table" then input_error(where .. ": env must be a table") end
+    if s.recheck ~= nil and type(s.recheck) ~= "boolean" then input_error(where .. ": recheck must be true or false") end
     for k, v in pairs(s.env or {}) do
       if type(k) ~= "string" or not k:match("^[%a_][%w_]*$") or (type(v) ~= "string" and type(v) ~= "number") then
         input_error(where .. ": env must map variable names to strings")
@@ -323,8 +324,30 @@ function Pool:_ship(c, t)
   end
 end
 
--- A free slot of a ready worker that serves `target`.
-function Pool:_acquire(target)
+-- The role of a worker: "recheck" (spec.recheck: it only re-checks what
+-- could not be checked elsewhere) or "eval" (everything else).
+local function role_of(c) return c.spec.recheck and "recheck" or "eval" end
+
+--- Whether some worker of the pool has `role` ("eval" or "recheck").
+---@param role string
+function Pool:serves(role)
+  for _, c in ipairs(self.conns) do
+    if role_of(c) == role then return true end
+  end
+  return false
+end
+
+-- Whether a worker of `role` is ready or may yet be (starting, restarting).
+local function has_live(self, role)
+  for _, c in ipairs(self.conns) do
+    if role_of(c) == role and c.state ~= "drained" then return true end
+  end
+  return false
+end
+
+-- A free slot of a ready worker of `role` that serves `target`; nil when
+-- no worker of that role is left.
+function Pool:_acquire(target, role)
   while true do
     local s = self.free:get()
     if s == false then
@@ -333,8 +356,11 @@ function Pool:_acquire(target)
     end
     local c = s.conn
     if c.gen == s.gen and c.state == "ready" then
-      if not c.targets[target] then
-        -- not for this target: give it back and look for another later
+      if role_of(c) ~= role and not has_live(self, role) then
+        self.free:put(s)
+        return nil
+      elseif not c.targets[target] or role_of(c) ~= role then
+        -- not for this target or role: give it back and look for another later
         self.free:put(s)
         task_lib.sleep(0.01)
       else
@@ -368,11 +394,12 @@ end
 ---@param files table|nil
 ---@param opts table|nil
 ---@param eval_opts table|nil evaluator options (plain values)
-function Pool:request(task, op, files, opts, eval_opts)
+---@param role string|nil "eval" (default) or "recheck": which workers may take it
+function Pool:request(task, op, files, opts, eval_opts, role)
   local t = self:task_of(task)
   local attempts, last = 0, nil
   while attempts < self.retries do
-    local s = self:_acquire(task.target)
+    local s = self:_acquire(task.target, role or "eval")
     if not s then break end
     local c = s.conn
     attempts = attempts + 1
@@ -400,7 +427,11 @@ function Pool:request(task, op, files, opts, eval_opts)
       if r.msg then
         self:_release(s)
         local msg = r.msg
-        if msg.ok then return worker.integers(msg.result) end
+        if msg.ok then
+          local res = worker.integers(msg.result)
+          if type(res) == "table" and role == "recheck" then res.worker = c.name or c.label end
+          return res
+        end
         local e = msg.error or {}
         util.raise({ kind = e.kind or "error", message = tostring(e.message) }, (e.kind or "error") .. ": ")
       end

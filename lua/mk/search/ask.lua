@@ -23,6 +23,7 @@
 local fs = require "mk.fs"
 local task = require "mk.services.task"
 local json = require "cjson.safe"
+local util = require "mk.services.util"
 
 local M = {}
 
@@ -43,10 +44,9 @@ end
 local function qpath(dir, id) return dir .. "/questions/" .. id .. ".json" end
 local function dpath(dir, id) return dir .. "/decisions/" .. id .. ".json" end
 
+-- The JSON object in file path (nulls as nil), or nil.
 local function read_json(path)
-  local text = fs.read(path)
-  if not text then return nil end
-  local v = json.decode(text)
+  local v = util.read_json(path)
   return type(v) == "table" and v or nil
 end
 

@@ -5,6 +5,7 @@
 --- events.jsonl are read), and one node's details from its git commit.
 local fs = require "mk.fs"
 local json = require "cjson.safe"
+local util = require "mk.services.util"
 local ask = require "mk.search.ask"
 
 local M = {}
@@ -35,10 +36,9 @@ function M.redact(v, depth)
   return setmetatable(out, getmetatable(v))
 end
 
+-- The JSON object in file path (nulls as nil), or nil.
 local function read_json(path)
-  local text = fs.read(path)
-  if not text then return nil end
-  local v = json.decode(text)
+  local v = util.read_json(path)
   return type(v) == "table" and v or nil
 end
 
