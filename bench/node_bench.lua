@@ -1,11 +1,16 @@
--- Engine overhead per search node (issue 15 item 4): the loop a strategy
--- runs — an LLM call, parsing the reply's code block, one process, a node
--- commit — with a loopback OpenAI-style server that answers at once, so
--- what is left is the engine's own work. N nodes, K in flight; best of R.
---   mkengine script bench/node_bench.lua [N=300] [K=2] [R=3]
+-- Engine overhead per search node (issue 15 item 4, issue 24): the loop a
+-- strategy runs — an LLM call, parsing the reply's code block, one process,
+-- a node commit — with a loopback OpenAI-style server that answers at once,
+-- so what is left is the engine's own work. N nodes, K in flight, R rounds
+-- after a warm-up round, all into one graph (as a run grows it), which
+-- first gets PREFILL nodes (10000: the disk goal "after 10,000 commits").
+--   mkengine script bench/node_bench.lua [N=300] [K=2] [R=3] [PREFILL=0]
 -- Reports engine CPU (this process: os.clock) and wall per node, and the
 -- commit's own median (graph:add timed alone inside the loop): the median
--- over R rounds with their spread, and the machine's state.
+-- over R rounds with their spread, and the machine's state. The graph is
+-- removed only at the end: on ext4 a directory of files deleted seconds
+-- earlier makes every new file's inode allocation skip the recently freed
+-- ones (ext4 `recently_deleted`), which a round after a removed round measured.
 local fake = dofile("tests/fake_llm/fake.lua")
 local rerun = fake.reexec_with_key()
 if rerun then return rerun end
@@ -20,6 +25,7 @@ local stats = dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/stats.lua")
 local N = tonumber(arg[1]) or 300
 local K = tonumber(arg[2]) or 2
 local R = tonumber(arg[3]) or 3
+local PREFILL = math.tointeger(tonumber(arg[4]) or 0)
 
 local srv = fake.start { bench = true, delay = 0 }
 local c = llm.client { provider = "openai", model = "delay-0", api_key_env = fake.key_env,
@@ -28,19 +34,31 @@ local c = llm.client { provider = "openai", model = "delay-0", api_key_env = fak
 -- a 10 KB kernel per node (every commit writes new blobs)
 local function kernel(i)
   local lines = { string.format("/* candidate %d */", i) }
-  while #table.concat(lines, "\n") < 10240 do
-    lines[#lines + 1] = string.format("  acc%d += x[i + %d] * w[%d]; /* %d */", #lines % 8, #lines, #lines, i)
+  local len = #lines[1]
+  while len < 10240 do
+    local l = string.format("  acc%d += x[i + %d] * w[%d]; /* %d */", #lines % 8, #lines, #lines, i)
+    lines[#lines + 1] = l
+    len = len + #l + 1
   end
   return table.concat(lines, "\n")
 end
 
+local dir = fs.tmpdir("mk-node-bench")
+local g = assert(graph.open(dir .. "/graph.git", { create = true }))
+local root = assert(g:add { parents = {}, kind = "reference", files = { ["kernel.c"] = "void k(void){}\n" },
+  status = "ok", metrics = { latency_s = 1e-3, speedup = 1 } })
+
+local function prefill()
+  local prev = root
+  for i = 1, PREFILL do
+    prev = assert(g:add { parents = { prev.id }, kind = "candidate", files = { ["kernel.c"] = kernel(-i) },
+      plan = "prefill " .. i, status = "ok", metrics = { latency_s = 1e-3 / (1 + i % 7), speedup = 1 + i % 7 } })
+  end
+end
+
 local function round(r)
-  local dir = fs.tmpdir("mk-node-bench")
-  local g = assert(graph.open(dir .. "/graph.git", { create = true }))
-  local root = assert(g:add { parents = {}, kind = "reference", files = { ["kernel.c"] = "void k(void){}\n" },
-    status = "ok", metrics = { latency_s = 1e-3, speedup = 1 } })
   local commits, kernels = {}, {}
-  for i = 1, N do kernels[i] = kernel(i) end -- made before the clock starts
+  for i = 1, N do kernels[i] = kernel(r * 1000000 + i) end -- made before the clock starts; new blobs every round
   local next_i = 0
   local function worker()
     while next_i < N do
@@ -64,19 +82,25 @@ local function round(r)
   for k = 1, K do hs[k] = task.spawn(worker) end
   task.gather(hs)
   local wall, cpu = task.now() - w0, os.clock() - cpu0
-  g:close()
-  fs.rm_rf(dir)
   print(string.format("round %d: %d nodes, %d in flight: %.3f ms wall and %.3f ms engine CPU per node; "
-    .. "commit median %.3f ms", r, N, K, wall / N * 1e3, cpu / N * 1e3, stats.median(commits) * 1e3))
+    .. "commit median %.3f ms; graph %d nodes", r, N, K, wall / N * 1e3, cpu / N * 1e3, stats.median(commits) * 1e3,
+    g:len()))
   return wall / N, cpu / N, stats.median(commits)
 end
 
 local machine = stats.machine()
 print("graph in " .. (os.getenv("TMPDIR") or "/tmp"))
+if PREFILL > 0 then
+  local t0 = task.now()
+  prefill()
+  print(string.format("prefilled %d nodes in %.1f s", PREFILL, task.now() - t0))
+end
 round(0) -- warm-up: connections, page cache
 local ws, cs, ms = {}, {}, {}
 for r = 1, R do ws[r], cs[r], ms[r] = round(r) end
 print(string.format("per node: wall %s (target 2), engine CPU %s (target 1); commit median %s", stats.fmt(ws, 1e3, "ms"),
   stats.fmt(cs, 1e3, "ms"), stats.fmt(ms, 1e3, "ms")))
 stats.report(machine)
+g:close()
+fs.rm_rf(dir)
 srv.stop()

@@ -11,9 +11,9 @@
  * thread. */
 #include "mk.h"
 #include "buf.h"
+#include "loose.h"
 
 #include <git2.h>
-#include <git2/sys/odb_backend.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +28,8 @@
 
 typedef struct {
   git_repository *repo;
-  git_odb_backend *loose; /* the objects directory, written directly (repo_commit) */
-  int loose_fsync;        /* the fsync setting it was made with */
-  int packed_ok;          /* packed-refs checked for appending (packed_prepare) */
+  mk_loose lo;   /* the objects directory, written directly (repo_commit) */
+  int packed_ok; /* packed-refs checked for appending (packed_prepare) */
 } mk_git_repo;
 
 static int fsync_on; /* git.fsync's setting */
@@ -78,8 +77,7 @@ static void push_oid(lua_State *L, const git_oid *oid) {
 static mk_git_repo *new_repo_udata(lua_State *L) {
   mk_git_repo *r = lua_newuserdatauv(L, sizeof *r, 0);
   r->repo = NULL;
-  r->loose = NULL;
-  r->loose_fsync = 0;
+  r->lo.dirfd = -1;
   r->packed_ok = 0;
   luaL_setmetatable(L, REPO_MT);
   return r;
@@ -158,10 +156,7 @@ static int l_version(lua_State *L) {
 
 static int repo_close(lua_State *L) {
   mk_git_repo *r = luaL_checkudata(L, 1, REPO_MT);
-  if (r->loose) {
-    r->loose->free(r->loose);
-    r->loose = NULL;
-  }
+  mk_loose_close(&r->lo);
   if (r->repo) {
     git_repository_free(r->repo);
     r->repo = NULL;
@@ -242,40 +237,33 @@ static void check_commit_args(lua_State *L, int files, int parents_idx, size_t n
 
 /* ---- objects written straight to the objects directory -------------------
  * git_odb_write first tries to "freshen" an existing copy of the object
- * and, finding none, rescans the pack directory: for every object of every
- * node a utimensat, a directory listing and more system calls than the
- * write itself. The graph only adds objects, so repo_commit writes them
- * through the loose backend of its objects directory: an object already
- * there (loose) is kept, a new one is written exactly as libgit2 writes
- * loose objects (zlib, a temporary file, then its final name). The tree
- * and commit are serialised here in git's format. */
-
-static git_odb_backend *loose_of(mk_git_repo *r) {
-  if (r->loose && r->loose_fsync != fsync_on) {
-    r->loose->free(r->loose);
-    r->loose = NULL;
-  }
-  if (!r->loose) {
-    char dir[4096];
-    const char *gp = git_repository_path(r->repo); /* ends with '/' */
-    if ((size_t)snprintf(dir, sizeof dir, "%sobjects", gp) >= sizeof dir) return NULL;
-    if (git_odb_backend_loose(&r->loose, dir, -1, fsync_on, 0, 0) < 0) {
-      r->loose = NULL;
-      return NULL;
-    }
-    r->loose_fsync = fsync_on;
-  }
-  return r->loose;
-}
+ * and, finding none, rescans the pack directory; libgit2's loose backend
+ * then walks the repository's whole path in every call and places a file
+ * with link + unlink: for a node's five objects more system calls than
+ * anything else a node costs. The graph only adds objects, so repo_commit
+ * writes them with mk_loose (loose.c): an object already there (loose) is
+ * kept, a new one is written as git writes loose objects (zlib, a
+ * temporary file, then its final name). The tree and commit are
+ * serialised here in git's format. */
 
 /* Hash and store one object: 0 or a libgit2 error. */
 static int put_object(mk_git_repo *r, git_oid *oid, const void *data, size_t len, git_object_t type) {
-  int rc = git_odb_hash(oid, data, len, type);
-  if (rc < 0) return rc;
-  git_odb_backend *be = loose_of(r);
-  if (!be) return -1;
-  if (be->exists(be, oid)) return 0;
-  return be->write(be, oid, data, len, type);
+  if (r->lo.dirfd < 0) {
+    char dir[4096];
+    const char *gp = git_repository_path(r->repo); /* ends with '/' */
+    if ((size_t)snprintf(dir, sizeof dir, "%sobjects", gp) >= sizeof dir) errno = ENAMETOOLONG;
+    else mk_loose_open(&r->lo, dir);
+    if (r->lo.dirfd < 0) {
+      git_error_set_str(GIT_ERROR_OS, strerror(errno));
+      return -1;
+    }
+  }
+  unsigned char id[GIT_OID_RAWSZ];
+  if (mk_loose_put(&r->lo, git_object_type2string(type), data, len, fsync_on, id) < 0) {
+    git_error_set_str(GIT_ERROR_OS, strerror(errno));
+    return -1;
+  }
+  return git_oid_fromraw(oid, id);
 }
 
 typedef struct {

@@ -493,6 +493,9 @@ static int l_open(lua_State *L) {
   }
   x->in_multi = 1;
   G.running++;
+  /* the loop's clock stops while Lua works without waiting (a commit, a
+   * blocking call): stamped from it, the stall timer would fire early */
+  uv_update_time(G.loop);
   x->last_rx = uv_now(G.loop);
   if (stall_s > 0) start_stall_timer(x, stall_s);
   return 1;

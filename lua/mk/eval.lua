@@ -185,6 +185,8 @@ function Evaluator:freeze()
   if self.suite_key and self.fresh_suite then r.fresh = true end
   if r.status ~= "ok" then util.raise({ kind = "freeze", message = r.message }, "freeze: ") end
   self.frozen = r
+  -- the target may start what the candidates' steps will need (pallas: its harness processes)
+  if self.target.prestart then self.target.prestart(self.task, self.tests_dir) end
   return r
 end
 
@@ -248,7 +250,10 @@ function Evaluator:_compile(files, defines, acct)
       cpu = acct and acct.cpu })
   end)
   -- the compile step's wall time (Pallas reports its XLA compile apart, as compile_s)
-  if acct then acct.compile_s = acct.compile_s + (b.wall_s or b.compile_s or 0) end
+  if acct then
+    acct.compile_s = acct.compile_s + (b.wall_s or b.compile_s or 0)
+    acct.builds[#acct.builds + 1] = b -- ended (target.done) when the evaluation finishes
+  end
   return b
 end
 
@@ -333,6 +338,8 @@ Evaluation.__index = Evaluation
 -- Time spent and device time so far, the result cached unless the machine failed.
 function Evaluation:finish(r)
   local ev, acct = self.ev, self.acct
+  -- its builds' processes end (pallas: a candidate's harness session)
+  if ev.target.done then for _, b in ipairs(acct.builds) do ev.target.done(b) end end
   if self.restock then ev:_restock(self.restock) end -- probes to make ahead (profile included)
   r.device_s = self.device_s
   r.cpu_s = acct.cpu.s
@@ -539,7 +546,7 @@ function Evaluator:_evaluate(files, opts)
   local key = key_of(files) .. (do_tune and "\2tune" or "") .. (opts.profile and "\2prof" or "")
   if self.cache[key] then return self.cache[key] end
   local E = setmetatable({ ev = self, files = files, opts = opts, key = key, t0 = t0, device_s = 0,
-    acct = { compile_s = 0, test_s = 0, bench_s = 0, check_s = 0, queue_s = 0, cpu = { s = 0 } },
+    acct = { compile_s = 0, test_s = 0, bench_s = 0, check_s = 0, queue_s = 0, cpu = { s = 0 }, builds = {} },
     setup_s = task_lib.now() - t0 }, Evaluation) -- setup: freezing or verifying the suite, the first time
   return E:run(tunables, do_tune)
 end
@@ -567,11 +574,16 @@ function Evaluator:heldout(files)
   end
   self:freeze()
   local build = self.last_build and self.last_build[key_of(files)]
-  if not build then
+  local own = not build
+  if own then
     build = self:_compile(files, nil)
-    if build.status ~= "ok" then return { correct = false, status = verdict(build.status), message = build.message } end
+    if build.status ~= "ok" then
+      if self.target.done then self.target.done(build) end
+      return { correct = false, status = verdict(build.status), message = build.message }
+    end
   end
   local r = self:_test(build, "heldout")
+  if own and self.target.done then self.target.done(build) end
   return { correct = r.status == "ok", status = verdict(r.status), message = r.message, cases = r.cases }
 end
 

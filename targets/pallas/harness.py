@@ -1159,12 +1159,34 @@ def call_checked(compiled, args, mode, candidate_path=None):
     return out, None
 
 
+# What one candidate's earlier steps in this process made (a `worker
+# --session` serves one candidate's steps): the identity of the candidate it
+# serves, its imported module and its executables, keyed by exec_key().
+_SESSION = {}
+
+
+def _candidate_key(path, source, params, interpret, chip):
+    return (os.path.abspath(path), hashlib.sha256(source.encode("utf-8", "surrogateescape")).hexdigest(),
+            json.dumps(params or {}, sort_keys=True, default=str), interpret, chip)
+
+
 def load_candidate(path, params=None, interpret="off", chip=None):
     """Import the candidate; tunable params become module globals before any
     trace. In TPU interpret mode it sees the emulated `chip`. Raises
-    CandidateError('import') on failure."""
+    CandidateError('import') on failure. A later step of a session gets the
+    module its first step imported (the same file, params and mode); a
+    different candidate is refused (HarnessError kind session): one
+    candidate per process keeps candidates apart."""
     jax = _jax()
-    bad = scan_candidate(_read(path))
+    source = _read(path)
+    key = _candidate_key(path, source, params, interpret, chip)
+    if _SESSION.get("on"):
+        if _SESSION.setdefault("key", key) != key:
+            raise HarnessError("session", "this harness process serves one candidate (%s); asked for another "
+                               "(%s)" % (_SESSION["key"][0], key[0]))
+        if "module" in _SESSION:
+            return _SESSION["module"]
+    bad = scan_candidate(source)
     if bad:
         raise CandidateRejected("; ".join(bad[:5]))
     if interpret == "plain":
@@ -1178,6 +1200,8 @@ def load_candidate(path, params=None, interpret="off", chip=None):
         raise CandidateError("import", e)
     for k, v in (params or {}).items():
         setattr(mod, k, v)
+    if _SESSION.get("on"):
+        _SESSION.update(module=mod, exec={})
     return mod
 
 
@@ -1432,20 +1456,37 @@ def case_is_scaled(tests_dir, cid):
     return any(k in cfg and cfg[k] == v for k, v in (info.get("scaled_config") or {}).items())
 
 
-def lower_checked(jax, fn, args, a, mode, cid):
+def exec_key(args, statics, config):
+    """What an executable of the candidate depends on besides its module:
+    the inputs' shapes and dtypes (Python values as written), the static
+    arguments and the case's CONFIG."""
+    return json.dumps([[list(x.shape), str(x.dtype)] if hasattr(x, "shape") else repr(x) for x in args]
+                      + [repr(statics), config], sort_keys=True, default=str)
+
+
+def lower_checked(jax, fn, args, a, mode, cid, key=None):
     """lower_and_compile for case `cid` of a.tests; raises Rescale instead of
     a verdict when the case is test-scaled and the kernel is made for larger
-    sizes (scale hints, or its own check raised while tracing)."""
-    del _SCALE_HINTS[:]
+    sizes (scale hints, or its own check raised while tracing). In a session
+    an executable an earlier step compiled for the same exec_key is reused
+    (lower_s and compile_s 0, reused true); a failed compile is never kept."""
     scaled = case_is_scaled(getattr(a, "tests", None), cid)
-    try:
-        out = lower_and_compile(jax, fn, args, a.candidate, mode)
-    except CandidateError as e:
-        if scaled and (_SCALE_HINTS or (e.phase == "lower" and own_check_raised(e.exc, a.candidate))):
-            raise Rescale(cid, "; ".join(_SCALE_HINTS) or "its own check raised: %s"
-                          % error_text(e.exc, a.candidate).splitlines()[-1][:300])
-        raise
-    hints = list(dict.fromkeys(_SCALE_HINTS)) if scaled else []
+    cache = _SESSION.get("exec") if key is not None else None
+    if cache is not None and key in cache:
+        out, found = (cache[key][0], {"lower_s": 0.0, "compile_s": 0.0, "reused": True}), cache[key][1]
+    else:
+        del _SCALE_HINTS[:]
+        try:
+            out = lower_and_compile(jax, fn, args, a.candidate, mode)
+        except CandidateError as e:
+            if scaled and (_SCALE_HINTS or (e.phase == "lower" and own_check_raised(e.exc, a.candidate))):
+                raise Rescale(cid, "; ".join(_SCALE_HINTS) or "its own check raised: %s"
+                              % error_text(e.exc, a.candidate).splitlines()[-1][:300])
+            raise
+        found = list(dict.fromkeys(_SCALE_HINTS))
+        if cache is not None:
+            cache[key] = (out[0], found)
+    hints = found if scaled else []
     if any(h.startswith("empty grid") for h in hints):  # its output is never written: no verdict here
         raise Rescale(cid, "; ".join(hints))
     if hints:  # a block larger than its array may be fine: blamed only if the case then fails
@@ -1498,12 +1539,14 @@ def poison_device(jax, mbytes=None):
 
 
 def frozen_case_inputs(tests_dir, cid):
-    import jax.numpy as jnp
+    jax = _jax()
     meta = read_case(tests_dir, cid)
     arrays = load_arrays(os.path.join(tests_dir, "inputs", cid + ".npz"), meta["inputs"])
     args, it = [], iter(arrays)
     for kind in meta["kinds"]:
-        args.append(jnp.asarray(next(it)) if kind == "array" else meta["scalars"].pop(0))
+        # device_put, not jnp.asarray: the same array and dtype, without a
+        # conversion compiled for every new shape (20 ms each on the CPU)
+        args.append(jax.device_put(next(it)) if kind == "array" else meta["scalars"].pop(0))
     return args, meta.get("statics", [])
 
 
@@ -1746,8 +1789,9 @@ def _candidate_compiled(task, a):
             return None, args, {"status": "compile_error", "phase": "import", "kind": "import",
                                 "message": "kernel.py does not define %s(); it must match: %s"
                                            % (task["entry"], task["signature"])}
-        with config_scope(mod, _case_config(a), strict=False):
-            compiled, times = lower_checked(jax, fn, args, a, mode, _bench_case(a))
+        cfg = _case_config(a)
+        with config_scope(mod, cfg, strict=False):
+            compiled, times = lower_checked(jax, fn, args, a, mode, _bench_case(a), exec_key(args, statics, cfg))
     except CandidateRejected as e:
         return None, args, {"status": "rejected", "message": "kernel.py breaks the rules: %s" % e}
     except CandidateError as e:
@@ -1788,12 +1832,11 @@ def cmd_run(a):
                     "message": "kernel.py does not define %s()" % task["entry"]}
         # Cases of the same shapes (the seeds) share one executable.
         cfg = read_case(a.tests, cid).get("config")
-        sig = json.dumps([[list(x.shape), str(x.dtype)] if hasattr(x, "shape") else repr(x) for x in args]
-                         + [repr(statics), cfg], sort_keys=True)
+        sig = exec_key(args, statics, cfg)
         try:
             if sig not in executables:
                 with config_scope(mod, cfg, strict=False):  # the case's sizes, for a candidate reading CONFIG
-                    executables[sig], times = lower_checked(jax, fn, args, a, mode, cid)
+                    executables[sig], times = lower_checked(jax, fn, args, a, mode, cid, sig)
                 own["compile_s"] += times["lower_s"] + times["compile_s"]
             compiled = executables[sig]
         except CandidateError as e:
@@ -2132,6 +2175,16 @@ def build_parser():
     return p
 
 
+_PARSERS = []
+
+
+def _parser():
+    """build_parser(), made once per process (a session's steps share it)."""
+    if not _PARSERS:
+        _PARSERS.append(build_parser())
+    return _PARSERS[0]
+
+
 def _json_default(o):
     try:
         import numpy as np
@@ -2153,6 +2206,7 @@ def _clean(o):
     return o
 
 
+PROCESS_ID = os.urandom(8).hex()  # names this process in every answer (pids repeat across sandboxes)
 ENGINE_GONE_EXIT = 70  # exit status of a harness process whose engine went away
 
 
@@ -2204,15 +2258,16 @@ def start_limits(out, step, mem_mb, time_s):
     """End the step with one clear JSON error (kind memory_limit or
     time_limit, exit 3) when its resident memory passes mem_mb MiB or it runs
     past time_s seconds ($MK_PALLAS_MEM_MB, $MK_PALLAS_TIME_S; 0 = none).
-    No RLIMIT_AS: JAX reserves far more address space than it uses."""
+    No RLIMIT_AS: JAX reserves far more address space than it uses. Returns
+    an event that stops the watch when set."""
     import threading
+    done = threading.Event()  # set when the step ends (a session's next step has its own watch)
     if not mem_mb and not time_s:
-        return
+        return done
     end = time.monotonic() + time_s if time_s else None
 
     def watch():
-        while True:
-            time.sleep(0.05)
+        while not done.wait(0.05):
             used = rss_mb()
             if mem_mb and used > mem_mb:
                 kind, why = "memory_limit", "used %.0f MiB, over its limit of %d MiB" % (used, mem_mb)
@@ -2226,6 +2281,7 @@ def start_limits(out, step, mem_mb, time_s):
             out.flush()
             os._exit(3)
     threading.Thread(target=watch, daemon=True).start()
+    return done
 
 
 def _env_number(name):
@@ -2235,21 +2291,27 @@ def _env_number(name):
         return 0.0
 
 
-def main(argv=None):
-    # Candidate code may print: keep the real stdout for our one JSON object
-    # and send everything else (fd 1 included) to stderr.
-    out_fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    out = os.fdopen(out_fd, "w")
+def _cpu_s():
+    import resource
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def run_step(argv, out):
+    """Run one step (`argv` = [step, args...]): its JSON object and the exit
+    code (`out`: where a limit's message goes). `cpu_s`: the CPU seconds the
+    step used (a session's steps share a process, so its rusage is not
+    theirs)."""
     try:
-        args = build_parser().parse_args(argv)
+        args = _parser().parse_args(argv)
     except SystemExit as e:
-        out.write(json.dumps({"status": "error", "error": {"kind": "bad_args", "message": "bad arguments"}}) + "\n")
-        out.flush()
-        return 2 if e.code else 0
+        return {"status": "error", "error": {"kind": "bad_args", "message": "bad arguments"}}, (2 if e.code else 0)
     code = 0
-    start_limits(out, args.cmd, _env_number("MK_PALLAS_MEM_MB"), _env_number("MK_PALLAS_TIME_S"))
+    del _SCALE_HINTS[:]
+    _CASE_HINTS.clear()
+    PHASE["now"] = ""
+    cpu0, t0 = _cpu_s(), time.monotonic()
+    limits = start_limits(out, args.cmd, _env_number("MK_PALLAS_MEM_MB"), _env_number("MK_PALLAS_TIME_S"))
     try:
         res = args.fn(args)
     except HarnessError as e:
@@ -2258,38 +2320,187 @@ def main(argv=None):
     except BaseException as e:  # a harness bug must still answer in JSON
         res = {"status": "error", "error": {"kind": "harness", "message": error_text(e) + "\n" + traceback.format_exc()[-3000:]}}
         code = 3
+    finally:
+        limits.set()
     res.setdefault("command", args.cmd)
     res["harness_version"] = HARNESS_VERSION
     res["peak_rss_mb"] = peak_rss_mb()
-    out.write(json.dumps(_clean(res), default=_json_default) + "\n")
+    res["cpu_s"] = _cpu_s() - cpu0
+    res["step_s"] = time.monotonic() - t0  # the step inside this process (its start and JAX import apart)
+    res["pid"] = os.getpid()  # inside a sandbox: in its own pid namespace
+    res["process"] = PROCESS_ID
+    if "jax" in sys.modules:  # the backend a JAX step ran on (the engine keeps no session on a TPU)
+        try:
+            res.setdefault("platform", sys.modules["jax"].default_backend())
+        except Exception:  # no backend could start: the step's own error says why
+            pass
+    if _SESSION.get("on"):
+        _SESSION["steps"] = _SESSION.get("steps", 0) + 1
+        res["session_step"] = _SESSION["steps"]  # 1 for the first step this process ran
+    return _clean(res), code
+
+
+def answer(out, res):
+    out.write(json.dumps(res, default=_json_default) + "\n")
     out.flush()
+
+
+def _own_stdout():
+    """Candidate code may print: keep the real stdout for our JSON objects
+    and send everything else (fd 1 included) to stderr."""
+    out_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return os.fdopen(out_fd, "w")
+
+
+def main(argv=None):
+    out = _own_stdout()
+    res, code = run_step(argv, out)
+    answer(out, res)
     return code
 
 
+def warm_up(jax):
+    """What every candidate's first steps would pay in a new process, paid
+    ahead: the backend, and the fill compiled for poison_device()."""
+    jax.devices()
+    poison_device(jax)
+
+
+def _request_lines(fd, idle_s):
+    """Lines read from fd (requests, one JSON object each) until EOF or
+    idle_s seconds without one."""
+    import select
+    buf = b""
+    while True:
+        while b"\n" not in buf:
+            ready, _, _ = select.select([fd], [], [], idle_s)
+            if not ready:
+                return
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return
+            buf += chunk
+        line, buf = buf.split(b"\n", 1)
+        if line.strip():
+            yield line
+
+
+STEP_OUTPUT_KEEP = 64 << 10  # bytes of a session step's output kept (its tail)
+
+
+class _StepOutput:
+    """fds 1 and 2 sent to a pipe while a session's step runs; a thread
+    keeps the tail of what comes (STEP_OUTPUT_KEEP bytes, however much the
+    candidate prints) in the file `path`, which the engine reads for the
+    step's stderr, also after a crash. Restored when the step ends."""
+
+    def __init__(self, path):
+        self.path, self.saved, self.thread = path, None, None
+
+    def _drain(self, rfd, wfd):
+        tail, size = b"", 0
+        try:
+            while True:
+                chunk = os.read(rfd, 1 << 16)
+                if not chunk:
+                    return
+                tail = (tail + chunk)[-STEP_OUTPUT_KEEP:]
+                if size + len(chunk) > 16 * STEP_OUTPUT_KEEP:  # start again from the tail: the file stays small
+                    os.ftruncate(wfd, 0)
+                    os.lseek(wfd, 0, os.SEEK_SET)
+                    size = os.write(wfd, tail)
+                else:
+                    size += os.write(wfd, chunk)
+        finally:
+            os.close(rfd)
+            os.close(wfd)
+
+    def __enter__(self):
+        import threading
+        if self.path:
+            sys.stderr.flush()
+            self.saved = os.dup(2)
+            rfd, pw = os.pipe()
+            wfd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            self.thread = threading.Thread(target=self._drain, args=(rfd, wfd), name="mk-step-output", daemon=True)
+            self.thread.start()
+            os.dup2(pw, 1)
+            os.dup2(pw, 2)
+            os.close(pw)
+        return self
+
+    def __exit__(self, *exc):
+        if self.saved is not None:
+            sys.stderr.flush()
+            os.dup2(self.saved, 1)  # the pipe's last writers closed: the thread reads its end
+            os.dup2(self.saved, 2)
+            os.close(self.saved)
+            self.thread.join(10)
+        return False
+
+
+def serve(idle_s):
+    """A session: steps of one candidate read from stdin, one JSON line each
+    ({"argv": [step, args...], "cwd": dir, "stderr": file}), run in order in
+    this process; for each, the line {"started": step} and then the step's
+    JSON object on stdout. Ends at EOF or after idle_s seconds without a
+    request. Candidate state (its module, its executables) is kept between
+    the steps; a second candidate is refused (load_candidate)."""
+    out = _own_stdout()
+    _SESSION["on"] = True
+    for line in _request_lines(0, idle_s):
+        try:
+            req = json.loads(line)
+            argv = [str(x) for x in req["argv"]]
+        except (ValueError, KeyError, TypeError) as e:
+            answer(out, {"status": "error", "error": {"kind": "bad_args", "message": "bad session request: %s" % e}})
+            continue
+        out.write(json.dumps({"started": argv[0] if argv else ""}) + "\n")
+        out.flush()
+        if req.get("cwd"):
+            os.chdir(req["cwd"])
+        with _StepOutput(req.get("stderr")):
+            res, _ = run_step(argv, out)
+        answer(out, res)  # after the step's output is in its file
+    return 0
+
+
 def worker(argv):
-    """`harness.py worker --inbox DIR [--idle S] [--light]`: a pre-started
-    harness process. It imports JAX and Pallas (the slow part of every step;
-    numpy only with --light, for `check`), then
+    """`harness.py worker --inbox DIR [--idle S] [--light] [--session [--warm]]`:
+    a pre-started harness process. It imports JAX and Pallas (the slow part
+    of every step; numpy only with --light, for `check`), then
     waits for DIR/request.json ({"argv": [step, args...], "cwd": dir}),
     runs that one step exactly as `harness.py <step> <args...>` would, and
     exits: one step per process, so candidates stay isolated from each other;
     only the import is paid ahead of time. Exits 0 without output when DIR
     disappears or after S idle seconds (default 600). The step's timeout is
-    the engine's: it kills the process."""
+    the engine's: it kills the process.
+    With --session it serves one candidate's steps read from stdin instead
+    (serve(): compile, run, bench, profile in the order the engine sends
+    them, the JAX set-up paid once); --warm also initialises the JAX backend
+    ahead (never on a TPU host: an idle process would hold the chip)."""
     p = argparse.ArgumentParser(prog="harness.py worker")
     p.add_argument("--inbox", required=True)
     p.add_argument("--idle", type=float, default=600.0)
     p.add_argument("--light", action="store_true", help="import numpy only (for `check`, which never imports JAX)")
+    p.add_argument("--session", action="store_true", help="serve one candidate's steps from stdin")
+    p.add_argument("--warm", action="store_true", help="initialise the JAX backend before the first step")
     a = p.parse_args(argv)
-    watch_engine()
+    watch_engine(os.dup(2))  # a copy: a session's steps send fd 2 to their own file
     # Pay the imports ahead of time (by name: nothing here uses them).
     preload = ["numpy"] if a.light else [
         "numpy", "jax", "jax.experimental.pallas", "jax.experimental.pallas.tpu"]
     try:
         for name in preload:
             importlib.import_module(name)
-    except ImportError:
-        pass  # the step reports no_jax itself
+        if a.warm and not a.light:
+            warm_up(_jax())
+    except Exception:  # a missing JAX or a backend that cannot start: the step reports it itself
+        pass
+    if a.session:
+        return serve(a.idle)
     req_path = os.path.join(a.inbox, "request.json")
     deadline = time.monotonic() + a.idle
     while not os.path.exists(req_path):

@@ -1,9 +1,9 @@
 --- targets/pallas/target.lua: the JAX Pallas target (TPU, GPU, or interpret mode).
 --- Policy only: every step runs `targets/pallas/harness.py <step>` through
---- mk.proc and turns its one JSON object into a result table. Candidate
---- code runs in `run`/`compile`/`bench`/`profile` processes; expected
---- outputs are compared by a separate `check` process that never imports
---- candidate code. See docs/targets/pallas.md.
+--- mk.proc and turns its one JSON object into a result table. A candidate's
+--- `compile`/`run`/`bench`/`profile` steps run in one process of its own
+--- (sessions.lua); expected outputs are compared by a separate `check`
+--- process that never imports candidate code. See docs/targets/pallas.md.
 local fs = require "mk.fs"
 local home = require "mk.home"
 local cjson = require "cjson"
@@ -105,56 +105,51 @@ function M.decode(stdout)
   return nil
 end
 
---- Pre-started harness processes (`harness.py worker`): each has imported
---- JAX and waits for one step, which it runs exactly as a fresh
---- `harness.py <step>` would and exits; a replacement starts at once, so the
---- import (a second or more) overlaps the step before. M.pool_size workers
---- are kept per interpreter and environment ($MK_PALLAS_POOL; 0 = off).
---- `check` gets "light" workers that import numpy only (it never imports
---- JAX nor candidate code). A
---- sandboxed step gets a worker started in the same sandbox with its own
---- directory as the writable one: the step's files are copied in, its paths
---- rewritten, and what it wrote moved back to the step's directory. Workers
---- still idle when the engine's main task returns are cancelled with it (and
---- exit by themselves after M.worker_idle seconds).
+--- Harness processes (targets/pallas/sessions.lua): a candidate's steps
+--- that import JAX (compile, run, bench, profile) run in order in one
+--- process of its own, taken pre-started (JAX imported) from a pool that is
+--- refilled in the background, and ended when mk.eval says the candidate's
+--- evaluation is done (M.done); its `check` steps likewise in one light
+--- process (numpy only, never the candidate's). Steps with no candidate
+--- (freeze, baseline) get a pre-started process that ends after them.
+--- M.pool_size pre-started processes are kept per interpreter, environment
+--- and sandbox ($MK_PALLAS_POOL; 0 = every step a fresh process that imports
+--- JAX itself, as `harness.py <step>`), at most M.pool_max_idle idle ones of
+--- each kind (JAX, light) over all pools, at most M.max_sessions candidates'
+--- processes alive at once (the least recently used ends first; its
+--- candidate's next step gets a fresh process). A sandboxed step's process
+--- runs in the same sandbox with its own directory as the writable one: the
+--- step's files are copied in, its paths rewritten, what it wrote moved back.
+--- Processes exit by themselves after M.worker_idle idle seconds, and with
+--- the engine.
 M.pool_size = tonumber(os.getenv("MK_PALLAS_POOL") or "") or 1
 M.worker_idle = 600
-M.pool_stats = { warm = 0, cold = 0 } -- steps that found a worker ready / ran a fresh process
-M.pool_max_idle = 3 -- idle workers kept over all pools; the oldest of other pools go first
-local pools = {}
-local pool_seq = 0
+M.pool_stats = { warm = 0, cold = 0 } -- steps that found a process ready / waited for one to start
+M.pool_max_idle = 2
+M.max_sessions = 4
+M.platform = nil -- the JAX platform the harness reported ("cpu", "gpu", "tpu"), once known
+local sessions -- targets/pallas/sessions.lua, loaded on first use
 
-local function stop_worker(w)
-  w.h:cancel()
-  fs.rm_rf(w.dir)
+local function sessions_mod()
+  sessions = sessions or dofile((M.dir or home.path("targets/pallas")) .. "/sessions.lua")
+  return sessions
 end
 
--- Keep at most M.pool_max_idle idle workers (those of `keep` last).
-local function trim_pools(keep)
-  local all = {}
-  for key, list in pairs(pools) do
-    for _, w in ipairs(list) do all[#all + 1] = { key = key, w = w } end
-  end
-  table.sort(all, function(a, b)
-    if (a.key == keep) ~= (b.key == keep) then return b.key == keep end
-    return a.w.seq < b.w.seq
-  end)
-  for i = 1, #all - M.pool_max_idle do
-    local list = pools[all[i].key]
-    for j, w in ipairs(list) do
-      if w == all[i].w then table.remove(list, j) break end
-    end
-    stop_worker(all[i].w)
-  end
-end
-
---- Stop every idle pre-started worker (mk.eval calls it when an evaluator
---- closes; the next step starts fresh ones).
+--- End every idle pre-started process and every candidate's process (mk.eval
+--- calls it when an evaluator closes; the next step starts fresh ones).
 function M.release()
-  for key, list in pairs(pools) do
-    for _, w in ipairs(list) do stop_worker(w) end
-    pools[key] = nil
-  end
+  if sessions then sessions.release() end
+end
+
+--- The evaluation of `build` is over (mk.eval calls it): its processes end;
+--- a later step of it runs in a process that ends after the step.
+function M.done(build)
+  if sessions then sessions.done(build) end
+end
+
+--- Harness processes alive now: {idle = pre-started, sessions = candidates'}.
+function M.processes()
+  return sessions and sessions.count() or { idle = 0, sessions = 0 }
 end
 
 local function env_key(py, env)
@@ -164,80 +159,49 @@ local function env_key(py, env)
   return py .. "\0" .. table.concat(ks, "\0")
 end
 
-local function worker_start(proc, task, py, env, sb, light)
-  local dir = fs.realpath(fs.tmpdir("mk-pallas-worker-"))
-  pool_seq = pool_seq + 1
-  local w = { dir = dir, seq = pool_seq }
-  local sandbox = sb and { workdir = dir, ro = sb.ro, devices = sb.devices } or nil
-  local argv = { py, M.harness(), "worker", "--inbox", dir, "--idle", tostring(M.worker_idle) }
-  if light then argv[#argv + 1] = "--light" end
-  w.h = task.spawn(function()
-    return proc.run(require("mk.services.sandbox").apply {
-      argv = argv, env = env, cwd = dir, max_output = M.defaults.max_output, sandbox = sandbox,
-    })
-  end)
-  return w
-end
-
--- The step's workdir as seen by a sandboxed worker: its files copied into
--- the worker's directory before, what the step wrote moved back after.
-local function copy_files(from, to)
-  for _, name in ipairs(fs.list(from) or {}) do
-    local p = from .. "/" .. name
-    if not fs.isdir(p) then assert(fs.write(to .. "/" .. name, assert(fs.read(p)))) end
-  end
-end
-
-local function move_back(from, to)
-  for _, name in ipairs(fs.list(from) or {}) do
-    if name ~= "request.json" then
-      fs.rm_rf(to .. "/" .. name)
-      assert(fs.rename(from .. "/" .. name, to .. "/" .. name))
-    end
-  end
-end
-
--- Run argv's step in a pre-started worker: the proc.run result, or nil when
--- no worker was ready yet (the caller runs it directly; the pool fills).
-local function pool_run(proc, argv, opts, env, timeout)
-  if M.pool_size <= 0 then return nil end
-  local task = require "mk.services.task"
-  local sb = opts.sandbox
-  local light = opts.pool == "light"
-  local key = env_key(argv[1], env) .. (light and "\0light" or "") .. (sb and ("\0sandbox\0" .. table.concat(sb.ro or {}, "\0") ..
+-- Run argv's step in a pre-started process (see above): the proc.run-like
+-- result, or nil when none could start (the caller runs it directly).
+local function pool_key(py, env, sb, light)
+  return env_key(py, env) .. (light and "\0light" or "") .. (sb and ("\0sandbox\0" .. table.concat(sb.ro or {}, "\0") ..
     tostring(sb.devices)) or "")
-  local list = pools[key] or {}
-  pools[key] = list
-  local w
-  while #list > 0 and not w do
-    w = table.remove(list, 1)
-    if w.h:done() then fs.rm_rf(w.dir); w = nil end
+end
+
+local function pool_run(argv, opts, env, timeout)
+  if M.pool_size <= 0 then return nil end
+  local sb, light = opts.sandbox, opts.pool == "light"
+  return sessions_mod().run(M, pool_key(argv[1], env, sb, light), { py = argv[1], env = env, sb = sb, light = light },
+    argv, opts, timeout)
+end
+
+-- No mk.proc (or not in a task): a blocking fallback through coreutils
+-- timeout; stderr goes to a temp file. A proc.run-like result.
+local function popen_run(argv, opts, timeout)
+  local t0 = os.time()
+  local errf = os.tmpname()
+  local q = {}
+  for i, a in ipairs(argv) do q[i] = shell_quote(a) end
+  local e = {}
+  for k, v in pairs(child_env()) do e[#e + 1] = shell_quote(k .. "=" .. tostring(v)) end
+  table.sort(e)
+  table.insert(q, 1, "env " .. table.concat(e, " "))
+  local cmd = string.format("timeout -k 5 %d %s 2>%s", math.ceil(timeout), table.concat(q, " "),
+    shell_quote(errf))
+  if opts.cwd then cmd = "cd " .. shell_quote(opts.cwd) .. " && " .. cmd end
+  local p = assert(io.popen(cmd, "r"))
+  local out = p:read("a")
+  local _, how, code = p:close()
+  local ef = io.open(errf, "r")
+  local err = ef and ef:read("a") or ""
+  if ef then ef:close() end
+  os.remove(errf)
+  local r = { stdout = out, stderr = err, wall_s = os.time() - t0 }
+  if how == "exit" and code == 124 then
+    r.status = "timeout"
+  elseif how == "signal" then
+    r.status, r.signal = "signaled", code
+  else
+    r.status, r.code = "exited", code
   end
-  while #list < M.pool_size do list[#list + 1] = worker_start(proc, task, argv[1], env, sb, light) end
-  trim_pools(key)
-  if not w then M.pool_stats.cold = M.pool_stats.cold + 1; return nil end
-  M.pool_stats.warm = M.pool_stats.warm + 1
-  local args, cwd = { table.unpack(argv, 3) }, opts.cwd or fs.realpath(".")
-  local wd = sb and sb.workdir
-  if wd then
-    copy_files(wd, w.dir)
-    for i, a in ipairs(args) do
-      if a == wd or a:sub(1, #wd + 1) == wd .. "/" then args[i] = w.dir .. a:sub(#wd + 1) end
-    end
-    cwd = w.dir
-  end
-  assert(fs.write(w.dir .. "/request.json", cjson.encode({ argv = args, cwd = cwd }), { atomic = true }))
-  local t0 = task.now()
-  local ok, done, r = pcall(task.timeout, timeout, task.await, w.h)
-  if not (ok and done) then
-    w.h:cancel()
-    if not ok and done == task.CANCELLED then fs.rm_rf(w.dir); error(done, 0) end
-    if ok then r = { status = "timeout", stdout = "", stderr = "" } else r = nil end
-  end
-  if wd then move_back(w.dir, wd) end
-  fs.rm_rf(w.dir)
-  if not r then return { status = "exited", code = 1, stdout = "", stderr = "harness worker failed: " .. tostring(done) } end
-  r.wall_s = task.now() - t0
   return r
 end
 
@@ -251,10 +215,9 @@ local function harness(sub, args, opts)
   for _, a in ipairs(args) do argv[#argv + 1] = tostring(a) end
   local timeout = opts.timeout or M.defaults.timeout
   local proc = try_proc()
-  local t0 = os.time()
   local r
   if proc and coroutine.isyieldable() and opts.pool then
-    r = pool_run(proc, argv, opts, child_env(), timeout)
+    r = pool_run(argv, opts, child_env(), timeout)
   end
   if r then
     r.pid = r.pid or true
@@ -271,38 +234,14 @@ local function harness(sub, args, opts)
         "): " .. tostring(err.message), wall_s = 0 }
     end
   else
-    -- No mk.proc (or not in a task): a blocking fallback through coreutils
-    -- timeout; stderr goes to a temp file.
-    local errf = os.tmpname()
-    local q = {}
-    for i, a in ipairs(argv) do q[i] = shell_quote(a) end
-    local e = {}
-    for k, v in pairs(child_env()) do e[#e + 1] = shell_quote(k .. "=" .. tostring(v)) end
-    table.sort(e)
-    table.insert(q, 1, "env " .. table.concat(e, " "))
-    local cmd = string.format("timeout -k 5 %d %s 2>%s", math.ceil(timeout), table.concat(q, " "),
-      shell_quote(errf))
-    if opts.cwd then cmd = "cd " .. shell_quote(opts.cwd) .. " && " .. cmd end
-    local p = assert(io.popen(cmd, "r"))
-    local out = p:read("a")
-    local _, how, code = p:close()
-    local ef = io.open(errf, "r")
-    local err = ef and ef:read("a") or ""
-    if ef then ef:close() end
-    os.remove(errf)
-    r = { stdout = out, stderr = err, wall_s = os.time() - t0 }
-    if how == "exit" and code == 124 then
-      r.status = "timeout"
-    elseif how == "signal" then
-      r.status, r.signal = "signaled", code
-    else
-      r.status, r.code = "exited", code
-    end
+    r = popen_run(argv, opts, timeout)
   end
   M.last_runner = r.pid and "proc" or "popen"
   -- opts.cpu: the evaluation's accumulator of its processes' CPU seconds
   if opts.cpu and r.cpu_s then opts.cpu.s = opts.cpu.s + r.cpu_s end
   local v = M.decode(r.stdout)
+  -- a session's step: its own CPU seconds, as the harness measured them
+  if opts.cpu and not r.cpu_s and v and tonumber(v.cpu_s) then opts.cpu.s = opts.cpu.s + v.cpu_s end
   if r.status == "timeout" then
     return { status = "timeout", message = string.format("harness %s ran past %gs (hang?); stderr: %s",
       sub, timeout, tail(r.stderr, 1500)), wall_s = r.wall_s }
@@ -314,8 +253,8 @@ local function harness(sub, args, opts)
       "kernel?); stderr: %s", sub, why, tail(r.stderr)), wall_s = r.wall_s }
   end
   if r.truncated then v.output_truncated = true end
-  if M.on_result then M.on_result(sub, v) end
   v.wall_s = r.wall_s
+  if M.on_result then M.on_result(sub, v) end
   v.stderr = tail(r.stderr, 4000)
   if v.status == "error" then
     local e = type(v.error) == "table" and v.error or {}
@@ -711,6 +650,18 @@ local function visible_inputs(tests_dir)
   return { tests_dir .. "/inputs", tests_dir .. "/cases.json", tests_dir .. "/manifest.sha256" }
 end
 
+--- Start the processes the candidates' steps on `tests_dir` will take
+--- (mk.eval calls it once the tests are frozen), so that the first
+--- candidate finds them ready, its JAX imported (opts.sandbox as for the
+--- candidate steps).
+function M.prestart(task, tests_dir, opts)
+  if M.pool_size <= 0 or not try_proc() or not coroutine.isyieldable() then return end
+  local py, env = python(), child_env()
+  local sb = sandbox_for(task, tests_dir, opts, visible_inputs(tests_dir)) -- its workdir is no part of the key
+  sessions_mod().fill(M, pool_key(py, env, sb, false), { py = py, env = env, sb = sb })
+  sessions_mod().fill(M, pool_key(py, env, nil, true), { py = py, env = env, light = true })
+end
+
 --- Write the candidate files into workdir and compile (jax.jit(...).lower()
 --- then .compile()). opts.defines = tunable values; opts.tests_dir gives
 --- the input shapes (else the reference's inputs are built).
@@ -736,7 +687,7 @@ function M.compile(task, files, workdir, opts)
   local tests_dir = opts.tests_dir or task.tests_dir
   local function step(dir)
     return device_harness("compile", candidate_args(task, build, dir and { "--tests", dir } or {}, opts), {
-      timeout = opts.timeout or task.timeout, cwd = workdir, cpu = opts.cpu,
+      timeout = opts.timeout or task.timeout, cwd = workdir, cpu = opts.cpu, build = build,
       sandbox = sandbox_for(task, workdir, opts, dir and visible_inputs(dir) or nil),
     })
   end
@@ -782,14 +733,15 @@ function M.test(task, build, tests_dir, opts)
     local extra = { "--tests", dir, "--outputs", outputs }
     if group == "heldout" then extra[#extra + 1] = "--heldout-cases" end
     local r = device_harness("run", candidate_args(task, build, extra, opts), {
-      timeout = opts.timeout or task.timeout, cwd = build.workdir, cpu = opts.cpu,
+      timeout = opts.timeout or task.timeout, cwd = build.workdir, cpu = opts.cpu, build = build,
       sandbox = sandbox_for(task, build.workdir, opts, visible_inputs(dir)),
     })
     wall = wall + (r.wall_s or 0)
     if r.status ~= "ok" then return r end
     local cargs = task_args(task, { "--tests", dir, "--outputs", outputs })
     if group == "heldout" then cargs[#cargs + 1] = "--heldout-cases" end
-    local c = harness("check", cargs, { timeout = M.defaults.check_timeout, pool = "light", cpu = opts.cpu })
+    local c = harness("check", cargs, { timeout = M.defaults.check_timeout, pool = "light", cpu = opts.cpu,
+      build = build })
     check_s = check_s + (c.wall_s or 0)
     local failed
     for _, x in ipairs(c.cases or {}) do
@@ -879,7 +831,7 @@ function M.bench(task, build, opts)
   local extra = timing_args(opts, { "--tests", opts.tests_dir, "--no-check-output", "--save-output", outputs },
     build.timing_kind == "interpret")
   local r = device_harness("bench", candidate_args(task, build, extra, opts), {
-    timeout = opts.timeout or task.timeout, cwd = build.workdir, cpu = opts.cpu,
+    timeout = opts.timeout or task.timeout, cwd = build.workdir, cpu = opts.cpu, build = build,
     sandbox = sandbox_for(task, build.workdir, opts, visible_inputs(opts.tests_dir)),
   })
   if r.status ~= "ok" then
@@ -888,7 +840,8 @@ function M.bench(task, build, opts)
   end
   -- The timed runs' output, checked by a process that runs no candidate code.
   local c = harness("check", task_args(task, { "--tests", opts.tests_dir, "--outputs", outputs,
-    "--cases", r.case, "--calls", "bench" }), { timeout = M.defaults.check_timeout, pool = "light", cpu = opts.cpu })
+    "--cases", r.case, "--calls", "bench" }), { timeout = M.defaults.check_timeout, pool = "light", cpu = opts.cpu,
+    build = build })
   -- wall_s: the bench and its check; check_s: the check's share
   local cw = c.wall_s or 0
   if c.status ~= "ok" then
@@ -931,7 +884,7 @@ function M.profile(task, build, opts)
   if tests_dir then extra[#extra + 1] = "--tests"; extra[#extra + 1] = tests_dir end
   if opts.latency_s then extra[#extra + 1] = "--latency-s"; extra[#extra + 1] = string.format("%.17g", opts.latency_s) end
   local r = device_harness("profile", candidate_args(task, build, extra, opts), {
-    timeout = opts.timeout or task.timeout, cwd = build.workdir, cpu = opts.cpu,
+    timeout = opts.timeout or task.timeout, cwd = build.workdir, cpu = opts.cpu, build = build,
     sandbox = sandbox_for(task, build.workdir, opts, tests_dir and visible_inputs(tests_dir) or nil),
   })
   return profile_result(r)

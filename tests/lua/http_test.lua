@@ -124,6 +124,17 @@ t.test("stall_timeout ends a transfer that sends nothing", function()
   t.eq(r2.status, 200)
 end)
 
+t.test("the stall timer counts from the request, not from a loop clock left stale by blocking work", function()
+  -- os.execute blocks the engine without a turn of the loop: its cached
+  -- clock is now 3.3 s behind. A stall timer stamped from that clock would
+  -- be past due at once and fail a healthy stream before a byte arrives.
+  assert(os.execute("sleep 3.3"))
+  local r, err = http.request(post("ok", true, { stall_timeout = 3 }))
+  t.ok(r, err and err.message)
+  t.eq(r.status, 200)
+  t.ok(settled())
+end)
+
 t.test("a refused connection is kind network", function()
   local r, err = http.request { url = "http://127.0.0.1:1/" }
   t.eq(r, nil)

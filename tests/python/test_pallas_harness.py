@@ -775,6 +775,119 @@ class TestScaleChosen(unittest.TestCase):
         self.assertIn("ran past its limit of 0.5 s", r["error"]["message"])
 
 
+class Session:
+    """`harness.py worker --session` driven as the engine drives it: a JSON
+    request line in; a {"started": step} line, then the step's JSON object."""
+
+    def __init__(self, tmp, env=None):
+        e = dict(os.environ, MK_PALLAS_POISON_MB="1", PYTHONDONTWRITEBYTECODE="1", JAX_PLATFORMS="cpu")
+        e.pop("MK_PALLAS_INTERPRET", None)
+        e.update(env or {})
+        self.dir = tempfile.mkdtemp(prefix="mk-session-", dir=tmp)
+        self.p = subprocess.Popen([sys.executable, HARNESS, "worker", "--inbox", self.dir, "--session"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=e)
+
+    def step(self, *argv):
+        """(started line, answer, the step's output) of one step."""
+        errf = os.path.join(self.dir, "step.stderr")
+        self.p.stdin.write((json.dumps({"argv": list(argv), "cwd": self.dir, "stderr": errf}) + "\n").encode())
+        self.p.stdin.flush()
+        started = json.loads(self.p.stdout.readline())
+        ans = json.loads(self.p.stdout.readline())
+        with open(errf) as f:
+            return started, ans, f.read()
+
+    def close(self):
+        self.p.stdin.close()
+        return self.p.wait(60)
+
+    def kill(self):
+        self.p.kill()
+        self.p.wait(60)
+        for f in (self.p.stdin, self.p.stdout):
+            if not f.closed:
+                f.close()
+
+
+@skip_unless(HAVE_JAX, "JAX not importable")
+class TestSession(unittest.TestCase):
+    """One candidate's steps in one process, in the order sent; a second
+    candidate refused by it; its output apart from the answers."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="mk-pallas-session-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
+        cls.task = os.path.join(TASKS, "tiny_rmsnorm")
+        cls.tests = os.path.join(cls.tmp, "tests")
+        r, _, err = run_harness("freeze", "--task", cls.task, "--tests", cls.tests, "--seeds", "0,1", "--heldout", "")
+        if r["status"] != "ok":
+            raise AssertionError("freeze failed: %r %s" % (r, err[-2000:]))
+
+    def cand(self, name):
+        return ["--task", self.task, "--candidate", os.path.join(CANDS, name + ".py")]
+
+    def test_compile_run_bench_in_order_in_one_process_reusing_the_executable(self):
+        s = Session(self.tmp)
+        self.addCleanup(s.kill)
+        outs = os.path.join(self.tmp, "outs-session")
+        st, c, out = s.step("compile", *self.cand("printer"), "--tests", self.tests)
+        self.assertEqual((st, c["status"], c["session_step"]), ({"started": "compile"}, "ok", 1), c)
+        self.assertIn("forged", out, "the candidate's prints go to the step's output file")
+        self.assertNotIn("forged", c)
+        self.assertGreater(c["compile_s"], 0)
+        _, r, out = s.step("run", *self.cand("printer"), "--tests", self.tests, "--outputs", outs)
+        self.assertEqual((r["status"], r["session_step"], r["cases"]), ("ok", 2, ["s0", "s1", "c0"]), r)
+        self.assertIn("hello from the candidate", out)
+        self.assertNotIn("forged", out, "imported once: the module's print ran in the first step only")
+        _, b, _ = s.step("bench", *self.cand("printer"), "--tests", self.tests, "--iters", "3", "--warmup", "1")
+        self.assertEqual((b["status"], b["session_step"], b.get("reused")), ("ok", 3, True), b)
+        self.assertEqual((b["lower_s"], b["compile_s"]), (0, 0), "the compile step's executable is timed")
+        self.assertEqual(len({c["process"], r["process"], b["process"]}), 1)
+        self.assertGreater(b["cpu_s"], 0)
+        # the check is another process, which never imports the candidate
+        k, _, _ = run_harness("check", "--task", self.task, "--tests", self.tests, "--outputs", outs)
+        self.assertEqual(k["status"], "ok", k)
+        self.assertNotEqual(k["process"], c["process"])
+        self.assertEqual(s.close(), 0, "EOF on its stdin ends the session")
+
+    def test_a_second_candidate_is_refused_by_the_process_of_the_first(self):
+        s = Session(self.tmp)
+        self.addCleanup(s.kill)
+        _, c, _ = s.step("compile", *self.cand("leak_x64"), "--tests", self.tests)
+        self.assertEqual(c["status"], "ok", c)
+        _, r, _ = s.step("compile", *self.cand("probe_x64"), "--tests", self.tests)
+        self.assertEqual((r["status"], r["error"]["kind"]), ("error", "session"), r)
+        self.assertIn("serves one candidate", r["error"]["message"])
+        # in a process of its own the probe is correct; after leak_x64 in one
+        # process it is not (what the refusal above prevents)
+        self.assertEqual(run_harness("test", *self.cand("probe_x64"), "--tests", self.tests)[0]["status"], "ok")
+        s.close()
+        both = ("import importlib.util, sys\n"
+                "spec = importlib.util.spec_from_file_location('harness', %r)\n"
+                "H = importlib.util.module_from_spec(spec); sys.modules['harness'] = H; spec.loader.exec_module(H)\n"
+                "for c in sys.argv[1:]:\n"
+                "    r, _ = H.run_step(['test', '--task', %r, '--candidate', c, '--tests', %r], sys.stderr)\n"
+                "    print(r['status'])\n") % (HARNESS, self.task, self.tests)
+        p = subprocess.run([sys.executable, "-c", both, os.path.join(CANDS, "leak_x64.py"),
+                            os.path.join(CANDS, "probe_x64.py")], capture_output=True, text=True, timeout=600,
+                           env=dict(os.environ, JAX_PLATFORMS="cpu", MK_PALLAS_POISON_MB="1"))
+        self.assertEqual(p.stdout.split(), ["ok", "incorrect"], p.stderr[-2000:])
+
+    def test_a_crash_in_a_step_ends_the_session_with_its_output_kept(self):
+        s = Session(self.tmp, env={"MK_PALLAS_TIME_S": "0.5"})
+        self.addCleanup(s.kill)
+        errf = os.path.join(s.dir, "step.stderr")
+        s.p.stdin.write((json.dumps({"argv": ["freeze", "--task", os.path.join(TASKS, "scale_mask"), "--tests",
+                                              os.path.join(s.dir, "t")], "cwd": s.dir, "stderr": errf}) + "\n").encode())
+        s.p.stdin.flush()
+        self.assertEqual(json.loads(s.p.stdout.readline()), {"started": "freeze"})
+        r = json.loads(s.p.stdout.readline())
+        self.assertEqual((r["status"], r["error"]["kind"]), ("error", "time_limit"), r)
+        self.assertEqual(s.p.wait(60), 3)
+        self.assertEqual(s.p.stdout.read(), b"", "nothing after the limit's message")
+
+
 class TestPallasKernels(unittest.TestCase):
     """The rmsnorm bank's Pallas kernels and purpose-written broken kernels,
     in TPU interpret mode (the default on a CPU backend): Mosaic lowering
