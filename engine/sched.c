@@ -45,9 +45,17 @@ static long ops_live;
 
 /* ---- ready queue --------------------------------------------------------- */
 
+/* True while the scheduler is inside uv_run (run_loop). */
+static int polling;
+
 static void push_ready(mk_task *t) {
   mk_runtime *rt = t->rt;
   if (t->in_ready || done(t)) return;
+  /* libuv knows nothing of the ready queue: a task made ready by a
+   * callback that runs before the poll (a timer: curl finishing a transfer
+   * from its timeout) would leave that poll blocked with nothing to wake
+   * it. uv_stop makes this iteration poll without waiting and return. */
+  if (polling) uv_stop(&rt->loop);
   t->in_ready = 1;
   t->next_ready = NULL;
   if (rt->ready_tail) rt->ready_tail->next_ready = t;
@@ -575,6 +583,13 @@ static int l_signal(lua_State *L) {
 
 /* ---- the loop --------------------------------------------------------------- */
 
+static int run_loop(mk_runtime *rt, uv_run_mode mode) {
+  polling = 1;
+  int r = uv_run(&rt->loop, mode);
+  polling = 0;
+  return r;
+}
+
 static void run_ready(mk_runtime *rt) {
   /* only the tasks ready now: a task made ready while running waits a turn,
    * so timers and I/O are polled between rounds */
@@ -624,14 +639,14 @@ static void drain(mk_runtime *rt) {
     run_ready(rt);
     if (rt->ntasks == 0) break;
     for (mk_task *t = rt->all; t; t = t->next_all) cancel_task(t);
-    if (!rt->ready_head && !uv_run(&rt->loop, UV_RUN_ONCE) && !rt->ready_head) break;
+    if (!rt->ready_head && !run_loop(rt, UV_RUN_ONCE) && !rt->ready_head) break;
   }
   /* cancelled operations (a process being killed, a transfer being
    * aborted) finish in their close callbacks: give them up to 5 s so they
    * are freed rather than abandoned */
   uint64_t until = uv_hrtime() + 5000000000ull;
   while (ops_live > 0 && uv_hrtime() < until) {
-    if (!uv_run(&rt->loop, UV_RUN_ONCE)) break;
+    if (!run_loop(rt, UV_RUN_ONCE)) break;
   }
 }
 
@@ -648,8 +663,8 @@ int mk_sched_run_main(mk_runtime *rt, int nargs) {
     run_ready(rt);
     if (done(main)) break;
     if (rt->ready_head) {
-      uv_run(&rt->loop, UV_RUN_NOWAIT);
-    } else if (!uv_run(&rt->loop, UV_RUN_ONCE) && !rt->ready_head) {
+      run_loop(rt, UV_RUN_NOWAIT);
+    } else if (!run_loop(rt, UV_RUN_ONCE) && !rt->ready_head) {
       fprintf(stderr,
               "mkengine: deadlock: %ld task(s) waiting and nothing pending that could wake them "
               "(an await cycle, or queue:get/semaphore:acquire with no producer)\n",

@@ -1,11 +1,15 @@
 """The trivial evaluator of bench/peers: the same work for every system.
 
 It reads the candidate, checks that it compiles as Python, and scores it by
-calling solve(3). Used three ways, as each system runs an evaluator:
+calling solve(3). Used four ways, as each system runs an evaluator:
   evaluate(program_path) -> {"combined_score": s}   (OpenEvolve, in its worker)
   evaluate.py --program_path P --results_dir D      (ShinkaEvolve: a process that
                                                      writes metrics.json, correct.json)
   evaluate.py --program_path P                      (mkengine: a process; exit 0 = ok)
+  evaluate.py --serve                               (mkengine: a long-lived worker
+                                                     process, as OpenEvolve's are: a
+                                                     path per stdin line, evaluate()'s
+                                                     JSON per stdout line)
 """
 import argparse
 import json
@@ -28,11 +32,23 @@ def evaluate(program_path):
         return {"combined_score": 0.0, "error": str(e)}
 
 
+def serve():
+    for line in sys.stdin:
+        sys.stdout.write(json.dumps(evaluate(line.rstrip("\n"))) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--program_path", required=True)
+    ap.add_argument("--program_path")
     ap.add_argument("--results_dir")
+    ap.add_argument("--serve", action="store_true")
     a = ap.parse_args()
+    if a.serve:
+        return serve()
+    if not a.program_path:
+        ap.error("--program_path or --serve is required")
     m = evaluate(a.program_path)
     if a.results_dir:
         os.makedirs(a.results_dir, exist_ok=True)

@@ -32,8 +32,15 @@ the system starts):
                      candidate written, evaluate.py run as a process by
                      mk.proc (the same process ShinkaEvolve starts), a node
                      committed to the git graph with its score.
+  mkengine (worker)  the same, but evaluate() runs in a long-lived Python
+                     process per task (evaluate.py --serve: a path per line
+                     in, evaluate()'s JSON out), as OpenEvolve runs it in its
+                     worker processes: no Python start per candidate.
   mkengine (true)    the same with /bin/true as the evaluator process: the
-                     engine's own cost, without a Python start per candidate.
+                     engine's own cost and one process start, no Python.
+Like for like: OpenEvolve is compared with mkengine (worker) (both call
+evaluate() inside a Python process that stays up), ShinkaEvolve with
+mkengine (python) (both start a Python process per candidate).
 mkengine here is the node loop of bench/peers/mkengine_loop.lua, not a whole
 `mkengine run` (which needs a target that compiles and benchmarks): it has
 no strategy choosing among many parents and no prompt assembly from a
@@ -138,13 +145,19 @@ def machine():
         return "load " + " ".join(f.read().split()[:3])
 
 
+# Each peer beside the mkengine run that evaluates the same way (like for
+# like, see the header), then beside the engine's own cost.
+PAIRS = [("openevolve", "mkengine-worker"), ("shinka", "mkengine-python"),
+         ("openevolve", "mkengine-true"), ("shinka", "mkengine-true")]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--venv", required=True, help="the peers' venv (bench/peers/run.sh makes it)")
     ap.add_argument("--iterations", type=int, default=40)
     ap.add_argument("--small", type=int, default=10, help="iterations of the run subtracted (start-up)")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--only", default="openevolve,shinka,mkengine-python,mkengine-true")
+    ap.add_argument("--only", default="openevolve,shinka,mkengine-python,mkengine-worker,mkengine-true")
     ap.add_argument("--mkengine", default=os.path.join(ROOT, "build", "mkengine"))
     a = ap.parse_args()
     if a.iterations <= a.small:
@@ -166,6 +179,8 @@ def main():
             "shinka": ("ShinkaEvolve 0.0.7", lambda n, d: [py, os.path.join(HERE, "shinka_run.py"), str(n + 1), url, d]),
             "mkengine-python": ("mkengine (python evaluator)", lambda n, d: [
                 a.mkengine, "script", os.path.join(HERE, "mkengine_loop.lua"), str(n), "2", url, "python", d]),
+            "mkengine-worker": ("mkengine (evaluator worker)", lambda n, d: [
+                a.mkengine, "script", os.path.join(HERE, "mkengine_loop.lua"), str(n), "2", url, "worker", d]),
             "mkengine-true": ("mkengine (/bin/true evaluator)", lambda n, d: [
                 a.mkengine, "script", os.path.join(HERE, "mkengine_loop.lua"), str(n), "2", url, "true", d]),
         }
@@ -197,23 +212,23 @@ def main():
                 per["calls"].append(m1)
                 print("  repeat %d %-32s %d calls: wall %.2f s, CPU %.2f s, peak %.0f MB; %d calls: wall %.2f s, "
                       "CPU %.2f s" % (r + 1, label, m1, w1, c1, p1 / 2**20, m0, w0, c0_), flush=True)
-        ref = "mkengine-true" if "mkengine-true" in res else None
-        refp = "mkengine-python" if "mkengine-python" in res else None
         print()
-        print("| system | wall per iteration | CPU per iteration | peak memory (tree RSS) | whole run / N |"
-              " wall, CPU vs mkengine (python) | wall, CPU vs mkengine (true) |")
-        print("|---|---|---|---|---|---|---|")
+        print("| system | wall per iteration | CPU per iteration | peak memory (tree RSS) | whole run / N |")
+        print("|---|---|---|---|---|")
         for name in names:
             p = res[name]
-
-            def ratio(base):
-                if not base or base == name:
-                    return "-"
-                b = res[base]
-                return "%.1fx, %.1fx" % (median(p["wall"]) / median(b["wall"]), median(p["cpu"]) / median(b["cpu"]))
-            print("| %s | %s | %s | %s | %s | %s | %s |" % (
+            print("| %s | %s | %s | %s | %s |" % (
                 systems[name][0], fmt(p["wall"], 1e3, " ms"), fmt(p["cpu"], 1e3, " ms"), fmt(p["peak"], 2**-20, " MB"),
-                fmt(p["whole"], 1e3, " ms"), ratio(refp), ratio(ref)))
+                fmt(p["whole"], 1e3, " ms")))
+        print()
+        print("| ratio, peer / mkengine | wall | CPU | memory |")
+        print("|---|---|---|---|")
+        for peer, base in PAIRS:
+            if peer in res and base in res:
+                p, b = res[peer], res[base]
+                print("| %s / %s | %.1fx | %.1fx | %.1fx |" % (
+                    systems[peer][0], systems[base][0], median(p["wall"]) / median(b["wall"]),
+                    median(p["cpu"]) / median(b["cpu"]), median(p["peak"]) / median(b["peak"])))
         print()
         print("medians over %d repeat(s), (min-max); wall per iteration from the model's first to its last answer;"
               " CPU per iteration = (run of %d - run of %d) / their difference in model calls; %s at the end"

@@ -1,7 +1,8 @@
 /* test_sched.c: the op mechanism seen from a module author: an op built on
  * a libuv timer delivers results to the waiting coroutine, cancel reaches
  * the module's cancel hook, a raising results hook leaks nothing, calls
- * outside a task are refused, and every op is freed. */
+ * outside a task are refused, every op is freed, and an op finished before
+ * the loop's poll resumes its task without waiting for another event. */
 #include <stdio.h>
 #include <string.h>
 
@@ -62,11 +63,60 @@ static int l_double_later(lua_State *L) {
   return mk_op_yield(L, &o->op);
 }
 
+/* soon() -> 42, finished straight from the callback of a 0 ms timer: it
+ * runs in the first phase of the loop's next iteration, before the poll,
+ * as curl finishes a transfer from its timeout. An async handle that never
+ * fires keeps the loop alive; a watchdog timer 5 s away is the only other
+ * event. rescued() -> whether the watchdog fired (the task was not resumed
+ * until then). */
+static uv_timer_t soon_timer, watchdog;
+static uv_async_t keepalive;
+static mk_op *soon_op;
+static int rescued;
+
+static void soon_fired(uv_timer_t *t) {
+  (void)t;
+  mk_op *op = soon_op;
+  soon_op = NULL;
+  mk_op_finish(op);
+}
+static void dog_fired(uv_timer_t *t) {
+  (void)t;
+  rescued = 1;
+}
+static int soon_results(lua_State *L, mk_op *op) {
+  (void)op;
+  lua_pushinteger(L, 42);
+  return 1;
+}
+static void soon_cancel(mk_op *op) { (void)op; }
+static const mk_op_vt soon_vt = {"test.soon", soon_results, soon_cancel, NULL};
+
+static int l_soon(lua_State *L) {
+  mk_op *op = mk_op_new(L, sizeof *op, &soon_vt);
+  uv_loop_t *loop = mk_loop(L);
+  uv_async_init(loop, &keepalive, NULL);
+  uv_timer_init(loop, &watchdog);
+  uv_timer_start(&watchdog, dog_fired, 5000, 0);
+  uv_timer_init(loop, &soon_timer);
+  soon_op = op;
+  uv_timer_start(&soon_timer, soon_fired, 0, 0);
+  return mk_op_yield(L, op);
+}
+static int l_rescued(lua_State *L) {
+  lua_pushboolean(L, rescued);
+  return 1;
+}
+
 static int run(const char *src) {
   mk_runtime *rt = mk_runtime_new();
   lua_State *L = mk_runtime_state(rt);
   lua_pushcfunction(L, l_double_later);
   lua_setglobal(L, "double_later");
+  lua_pushcfunction(L, l_soon);
+  lua_setglobal(L, "soon");
+  lua_pushcfunction(L, l_rescued);
+  lua_setglobal(L, "rescued");
   if (luaL_loadstring(L, src) != LUA_OK) {
     printf("load error: %s\n", lua_tostring(L, -1));
     mk_runtime_free(rt);
@@ -120,6 +170,12 @@ int main(void) {
   lua_pop(L, 1);
   mk_runtime_free(rt);
   CHECK(mk_op_live() == 0, "no op left alive at the end");
+
+  code = run("local task = require 'mk.services.task'\n"
+             "local h = task.spawn(soon)\n"
+             "local v = task.await(h)\n"
+             "return (v == 42 and not rescued()) and 0 or 14\n");
+  CHECK(code == 0, "an op finished in a timer callback resumes its task at once (not at the next event)");
 
   code = run("error({exit = 2, message = 'bad usage'})");
   CHECK(code == 2, "an error table with exit = 2 becomes exit code 2");
