@@ -3,7 +3,8 @@
 --   mkengine script bench/pallas_eval_bench.lua [POOL] [ROUNDS] [SESSIONS]
 -- Evaluates the correct kernels of the rmsnorm bank with mk.eval (compile,
 -- search tests with the separate check, bench with its check; no tuning),
--- ROUNDS times each (a fresh evaluator per round, so nothing is cached), with
+-- ROUNDS times each (a fresh evaluator per round, so nothing is cached; all
+-- closed at the end, as a run keeps its harness processes), with
 -- POOL pre-started harness processes (0 = every step a fresh process that
 -- imports JAX). Each candidate's steps run in one process of its own, its
 -- checks in one light process; SESSIONS = 0 gives every step a pre-started
@@ -60,7 +61,7 @@ prep:baseline()
 print(string.format("pool %d, sessions %d, %d round(s), task %s, frozen cases %d (test scale factor: %s)", pool,
   pallas.max_sessions, rounds, TASK,
   #prep.frozen.cases, tostring(prep.frozen.test_scale and prep.frozen.test_scale.factor)))
-local walls, overheads, outsides, insides = {}, {}, {}, {}
+local walls, overheads, outsides, insides, evs = {}, {}, {}, {}, {}
 for r = 1, rounds do
   local ev = eval.new(task, { tests_dir = tests .. "/t", bench = { min_reps = 3, max_reps = 3, warmup = 1 } })
   ev.base = prep.base
@@ -83,8 +84,9 @@ for r = 1, rounds do
       .. "steps (outside+set-up s) %s in %d processes", acc.outside, acc.inside, wall - own - acc.outside - acc.inside,
       table.concat(acc.steps, ", "), np))
   end
-  ev:close()
+  evs[#evs + 1] = ev -- closed at the end: closing one ends every pre-started process, which a run keeps
 end
+for _, ev in ipairs(evs) do ev:close() end
 print(string.format("per candidate: wall %s, engine-side overhead %s (goal 0.5 s; pool %d; warm/cold steps %d/%d)",
   stats.fmt(walls, 1, "s"), stats.fmt(overheads, 1, "s"), pool, pallas.pool_stats.warm, pallas.pool_stats.cold))
 print(string.format("  of which outside the steps %s, harness set-up inside them %s", stats.fmt(outsides, 1, "s"),

@@ -96,9 +96,11 @@ local function trim(T, keep, light)
   end
 end
 
--- A pre-started worker of pool `key` (refilling the pool), or one started
--- now when none is ready; nil, err when none can start.
-local function take(T, key, spec)
+-- A pre-started worker of pool `key`, or one started now when none is
+-- ready; nil, err when none can start. `refill`: start a replacement (a
+-- candidate's step; a step with no candidate, freeze or baseline, comes
+-- once and leaves the candidates' pools alone).
+local function take(T, key, spec, refill)
   local list = idle[key] or {}
   idle[key] = list
   local w
@@ -106,7 +108,7 @@ local function take(T, key, spec)
     w = table.remove(list, 1)
     if not w.child:running() then stop(w); w = nil end
   end
-  S.fill(T, key, spec)
+  if refill then S.fill(T, key, spec) end
   if w then
     T.pool_stats.warm = T.pool_stats.warm + 1
     return w
@@ -257,7 +259,7 @@ function S.run(T, key, spec, argv, opts, timeout)
   end
   if w then T.pool_stats.warm = T.pool_stats.warm + 1; touch(w) end
   for _ = 1, 2 do -- a worker that ended before the step began is replaced once
-    w = w or take(T, key, spec)
+    w = w or take(T, key, spec, build ~= nil)
     if not w then return nil end
     local r = run_in(w, argv, opts, timeout)
     if r then
