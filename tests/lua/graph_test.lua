@@ -294,6 +294,22 @@ t.test("resolve finds nodes by id, number, best, root, key and commit prefix", f
   g:close()
 end)
 
+t.test("resolve: a commit prefix of digits only is a prefix when no node has that number", function()
+  local g = assert(graph.open(tmp()))
+  local r = g:add{ kind = "root", key = "root", files = { ["kernel.c"] = "ref\n" } }
+  -- about 6 % of commits start with six decimal digits: add nodes until one does
+  local hit
+  for i = 1, 400 do
+    local n = g:add{ kind = "implement", key = "k" .. i, parents = { r }, files = { ["kernel.c"] = "v" .. i .. "\n" } }
+    local p = n.oid:sub(1, 6)
+    if p:match("^%d+$") and tonumber(p) > 401 then hit = n; break end
+  end
+  t.ok(hit, "no commit id among 400 starts with six digits")
+  t.eq(g:resolve(hit.oid:sub(1, 6)), hit)
+  t.eq(g:resolve("2").id, "n0002", "a number that names a node still names it")
+  g:close()
+end)
+
 t.test("diff between nodes shows the code change", function()
   local g = assert(graph.open(tmp()))
   local _, a, _, c = populate(g)

@@ -778,7 +778,8 @@ function Graph:resolve(s)
   if s == "best" then return self.best_node end
   if s == "root" then return self.root_node end
   if self.by_id[s] then return self.by_id[s] end
-  if s:match("^%d+$") then return self.by_id[id_of(tonumber(s))] end
+  -- a number names a node; digits that name none may still be a commit prefix
+  if s:match("^%d+$") and self.by_id[id_of(tonumber(s))] then return self.by_id[id_of(tonumber(s))] end
   if self.keys[s] then return self.keys[s] end
   if #s >= 4 and s:match("^%x+$") then
     local found
