@@ -112,8 +112,8 @@ function M.new(task, opts)
   -- workers; its "recheck" workers (spec.recheck, a host with the device)
   -- re-check what came back unchecked (Evaluator:evaluate)
   local pool = opts.pool
-  if pool and (not pool.serves or pool:serves("eval")) then self.pool = pool end
-  if pool and pool.serves and pool:serves("recheck") then self.recheck_pool = pool end
+  if pool and pool:serves("eval") then self.pool = pool end
+  if pool and pool:serves("recheck") then self.recheck_pool = pool end
   return self
 end
 
@@ -520,8 +520,9 @@ function Evaluator:_recheck(files, opts, first)
   if not ok then
     infra.rethrow(r)
     local why = type(r) == "table" and r.message or tostring(r)
-    first.message = first.message .. "; no re-check on a device worker: " .. tostring(why)
-    return first
+    local kept = util.copy(first) -- first is the cached local verdict: left as it is
+    kept.message = first.message .. "; no re-check on a device worker: " .. tostring(why)
+    return kept
   end
   r.recheck_of = first.message
   self.rechecked[key_of(files)] = true -- its held-out check goes there too

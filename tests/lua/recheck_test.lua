@@ -104,6 +104,10 @@ t.test("when the recheck worker cannot start, the first verdict stands and says 
     t.eq(r.status, "unchecked")
     t.contains(r.message, "not checked on this machine")
     t.contains(r.message, "no re-check on a device worker")
+    local said = r.message
+    local again = ev:evaluate(GOOD)
+    t.eq(again.message, said, "asked again, the reason is said once (the cached verdict is not grown)")
+    t.eq(r.message, said)
     ev:close()
   end)
   pool:release()

@@ -328,19 +328,13 @@ end
 -- could not be checked elsewhere) or "eval" (everything else).
 local function role_of(c) return c.spec.recheck and "recheck" or "eval" end
 
---- Whether some worker of the pool has `role` ("eval" or "recheck").
+--- Whether some worker of the pool has `role` ("eval" or "recheck");
+--- with `live`, only one that is ready or may yet be (not drained).
 ---@param role string
-function Pool:serves(role)
+---@param live boolean|nil
+function Pool:serves(role, live)
   for _, c in ipairs(self.conns) do
-    if role_of(c) == role then return true end
-  end
-  return false
-end
-
--- Whether a worker of `role` is ready or may yet be (starting, restarting).
-local function has_live(self, role)
-  for _, c in ipairs(self.conns) do
-    if role_of(c) == role and c.state ~= "drained" then return true end
+    if role_of(c) == role and not (live and c.state == "drained") then return true end
   end
   return false
 end
@@ -356,7 +350,7 @@ function Pool:_acquire(target, role)
     end
     local c = s.conn
     if c.gen == s.gen and c.state == "ready" then
-      if role_of(c) ~= role and not has_live(self, role) then
+      if role_of(c) ~= role and not self:serves(role, true) then
         self.free:put(s)
         return nil
       elseif not c.targets[target] or role_of(c) ~= role then
