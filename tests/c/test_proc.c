@@ -7,17 +7,7 @@
 
 #include "mk.h"
 
-static int passed, failed;
-#define CHECK(cond, name)                                                                                              \
-  do {                                                                                                                 \
-    if (cond) {                                                                                                        \
-      passed++;                                                                                                        \
-      printf("ok   %s\n", name);                                                                                       \
-    } else {                                                                                                           \
-      failed++;                                                                                                        \
-      printf("FAIL %s (%s:%d)\n", name, __FILE__, __LINE__);                                                           \
-    }                                                                                                                  \
-  } while (0)
+#include "check.h"
 
 static int run(const char *src) {
   mk_runtime *rt = mk_runtime_new();

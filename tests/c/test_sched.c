@@ -8,17 +8,7 @@
 
 #include "mk.h"
 
-static int passed, failed;
-#define CHECK(cond, name)                                                                                              \
-  do {                                                                                                                 \
-    if (cond) {                                                                                                        \
-      passed++;                                                                                                        \
-      printf("ok   %s\n", name);                                                                                       \
-    } else {                                                                                                           \
-      failed++;                                                                                                        \
-      printf("FAIL %s (%s:%d)\n", name, __FILE__, __LINE__);                                                           \
-    }                                                                                                                  \
-  } while (0)
+#include "check.h"
 
 typedef struct {
   mk_op op;
