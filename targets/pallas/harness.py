@@ -1537,7 +1537,7 @@ def lower_checked(jax, fn, args, a, mode, cid, key=None, own_sizes=None):
                               % error_text(e.exc, a.candidate).splitlines()[-1][:300])
             if scaled and own_sizes and getattr(e.exc, "mk_note", "") == "tracing the candidate failed" \
                     and own_sizes():
-                raise Rescale(cid, "tracing failed (%s), but it traces at the task's own sizes"
+                raise Rescale(cid, "%s, but it traces at the task's own sizes"
                               % error_text(e.exc, a.candidate).splitlines()[-1][:300])
             raise
         found = list(dict.fromkeys(_SCALE_HINTS))
