@@ -560,6 +560,7 @@ class TestEndToEnd(unittest.TestCase):
         self.assertGreater(r["latency_s"], 0)
         self.assertIn(r["method"], ("device", "wall"))
         self.assertEqual(r["wall"]["n"], 5)
+        self.assertEqual(r["timed_scale"], self.timed_scale())
         r, _, _ = run_harness("bench", "--task", self.task, "--candidate", self.cand("wrong_eps"),
                               "--tests", self.tests, "--iters", "3", "--warmup", "1")
         self.assertEqual(r["status"], "incorrect")
@@ -576,6 +577,14 @@ class TestEndToEnd(unittest.TestCase):
         self.assertEqual(r["status"], "ok", r)
         self.assertEqual(r["flops"], 4 * 16 * 128)  # the task's get_flops()
         self.assertGreater(r["latency_s"], 0)
+        # the scale it timed the reference at, as bench records the candidate's (the same case)
+        self.assertEqual(r["timed_scale"], self.timed_scale())
+
+    def timed_scale(self):
+        """The scale a timing step on the first search case must record."""
+        first = self.frozen["cases"][0]
+        return {"case": first["id"], "factor": self.frozen["test_scale"]["factor"],
+                "tier": self.frozen["test_scale"]["tier"], "shapes": first["shapes"]}
 
     def test_seeds_that_do_not_reach_the_inputs_are_reported(self):
         with tempfile.TemporaryDirectory() as d:
