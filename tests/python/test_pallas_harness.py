@@ -681,6 +681,23 @@ class TestTestScale(unittest.TestCase):
         # height = depth = 32 is one written number: both names follow it
         self.assertEqual(fn(), (16, 1024, 8, 8, (128, 300), 64, 6))
 
+    def test_trivial_outputs_are_judged_within_the_checks_tolerance_not_exactly(self):
+        import numpy as np
+        tol = {"atol": 1e-2, "rtol": 1e-2}
+        rng = np.random.default_rng(0)
+        # 25k's output: mean(beta) for every sample, up to float rounding
+        noisy = np.float32(0.0123) + rng.normal(0, 1e-9, 128).astype(np.float32)
+        self.assertGreater(float(np.ptp(noisy)), 0.0)  # compared exactly it looked varied
+        self.assertEqual(SC._trivial(H, np, [noisy], tol), SC.CONSTANT)
+        self.assertEqual(SC._trivial(H, np, [np.zeros(16, np.float32)], tol), SC.ZEROS)
+        varied = rng.normal(0, 1, 128).astype(np.float32)
+        self.assertIsNone(SC._trivial(H, np, [varied], tol))
+        self.assertIsNone(SC._trivial(H, np, [np.float32(3.0)], tol))  # a scalar: judged by the input change
+        self.assertIsNone(SC._trivial(H, np, [np.float32(0.0123) + rng.normal(0, 1e-3, 128)], tol))
+        # an input change that moves the output by rounding only is no change; one the check sees is
+        self.assertTrue(SC.passes_as(H, [varied + np.float32(1e-7) * varied], [varied], tol))
+        self.assertFalse(SC.passes_as(H, [varied * np.float32(1.05)], [varied], tol))
+
 
 class TestScaleChosen(unittest.TestCase):
     """Each failure class of one-cap-per-entry scaling, with the project's
@@ -752,6 +769,16 @@ class TestScaleChosen(unittest.TestCase):
         self.assertTrue(any("does not change when the largest input does at any test scale tried" in w
                             for w in r["warnings"]), r["warnings"])
 
+    def test_an_output_constant_up_to_rounding_is_frozen_with_a_warning_after_two_scales(self):
+        r, _, err, _ = self.freeze("scale_noise")
+        self.assertEqual(r["status"], "ok", "%r %s" % (r, err[-2000:]))
+        ts = r["test_scale"]
+        self.assertEqual([t["factor"] for t in ts["tried"]], [4, 2])  # exactly compared, 4 passed as testable
+        self.assertEqual(ts["tried"][1]["refused"], "the reference's output is constant")
+        self.assertEqual(ts["factor"], 4)
+        self.assertTrue(any("the reference's output is constant at any test scale tried" in w
+                            for w in r["warnings"]), r["warnings"])
+
     def test_sizes_tied_to_a_module_table_stay_and_the_widths_shrink(self):
         r = self.frozen_and_passes("scale_tables")
         ts = r["test_scale"]
@@ -772,7 +799,7 @@ class TestScaleChosen(unittest.TestCase):
         r, code, err, _ = self.freeze("scale_constant")
         self.assertEqual((code, r["status"], r["error"]["kind"]), (3, "error", "cannot_freeze"))
         self.assertIn("scale_constant cannot be frozen at any test scale", r["error"]["message"])
-        self.assertIn("the reference's output is constant", r["error"]["message"])
+        self.assertIn("the reference's output is all zeros", r["error"]["message"])
         self.assertNotIn("Traceback", r["error"]["message"])
 
     def test_memory_and_time_limits_end_the_step_with_one_message(self):
