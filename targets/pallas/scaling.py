@@ -43,12 +43,25 @@ TASK_PROPERTIES = (INDEPENDENT, CONSTANT)
 # these, so when scaling every size breaks the reference, the widths alone
 # are scaled (the "widths" tier).
 WIDTH = re.compile(r"head|dim|hidden|channel|feature|embed|d_model|width", re.I)
+# Head counts (num_q_heads, num_kv_heads): grouped-query attention needs
+# the query heads to stay a multiple of the KV heads, in the same ratio, so
+# they are scaled together (keep_ratios), KV heads of 8 or less included.
+HEADS = re.compile(r"heads", re.I)
 # Calls whose integer arguments are keys or counts of keys, never sizes.
 KEY_CALLS = ("key", "PRNGKey", "split", "fold_in", "seed")
 
 
 def is_size(name, v):
     return isinstance(v, int) and not isinstance(v, bool) and v > FLOOR and not NOT_SIZE.search(str(name))
+
+
+def is_heads(name, v):
+    """A head count (HEADS), of any value: a symbol even at or below FLOOR."""
+    return isinstance(v, int) and not isinstance(v, bool) and v > 0 and bool(HEADS.search(str(name)))
+
+
+def _symbol(name, v):
+    return is_size(name, v) or is_heads(name, v)
 
 
 def scaled(v, f):
@@ -92,7 +105,7 @@ def _dict_entries(node):
         return []
     return [("CONFIG[%r]" % k.value, v) for k, v in zip(node.value.keys, node.value.values)
             if isinstance(k, ast.Constant) and isinstance(k.value, str) and isinstance(v, ast.Constant)
-            and is_size(k.value, v.value)]
+            and _symbol(k.value, v.value)]
 
 
 def _key_constants(fn):
@@ -111,7 +124,7 @@ def inputs_constants(fn):
     out, seen = [], set()
     for node in ast.walk(fn):
         if isinstance(node, ast.Assign):
-            pairs = _dict_entries(node) or [(n, c) for n, c in _assign_names(node) if is_size(n, c.value)]
+            pairs = _dict_entries(node) or [(n, c) for n, c in _assign_names(node) if _symbol(n, c.value)]
             for name, c in pairs:
                 out.append((name, c))
                 seen.add(id(c))
@@ -164,7 +177,7 @@ def symbols(source, inputs_fn, config, entry=None):
     pins = pinned_values(tree, entry) if entry else {"names": {}, "values": set()}
     out = {"config": {}, "inputs": {}, "pinned": {}}
     for k, v in (config or {}).items():
-        if is_size(k, v):
+        if _symbol(k, v):
             out["pinned" if is_pinned(k, v, pins) else "config"][k] = v
     fn = _function(tree, inputs_fn)
     for name, c in (inputs_constants(fn) if fn is not None else []):
@@ -182,7 +195,29 @@ def plan(syms, f, tier=None):
         for k, v in syms[part].items():
             if scaled(v, f) != v and (tier != "widths" or WIDTH.search(k)):
                 out[part][k] = scaled(v, f)
+    keep_ratios(out, syms, f)
     return out
+
+
+def keep_ratios(out, syms, f):
+    """Head counts of different values whose ratios are integers (64 query
+    heads per 8 KV heads) keep those ratios at factor f: the largest is
+    scaled as any size is, the smallest becomes the largest over their
+    ratio (at least 1), the others the same multiple of it as before. The
+    floor would otherwise stop the KV heads and not the query heads (64/8
+    at factor 16: 8 per 8), or leave a count no longer a multiple (40/8 at
+    factor 4: 10 per 8)."""
+    heads = [(part, k, v) for part in ("config", "inputs") for k, v in syms[part].items() if is_heads(k, v)]
+    if len(heads) < 2:  # (a pinned head count is none of them: the others are scaled as sizes)
+        return
+    base, top = min(v for _, _, v in heads), max(v for _, _, v in heads)
+    if base == top or any(v % base for _, _, v in heads):
+        return
+    new_base = max(1, scaled(top, f) // (top // base))
+    for part, k, v in heads:
+        out[part].pop(k, None)
+        if v // base * new_base != v:
+            out[part][k] = v // base * new_base
 
 
 def factors(syms, target=TARGET):

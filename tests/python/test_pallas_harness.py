@@ -635,9 +635,10 @@ class TestTestScale(unittest.TestCase):
         "    return x.reshape(-1, 300)\n")
 
     def test_symbols_are_sizes_written_in_config_or_the_inputs_function(self):
-        syms = SC.symbols(self.SOURCE, "create_inputs", {"rows": 8192, "heads": 8, "eps": 1e-5, "seed": 100000,
-                                                         "rope_theta": 10000}, "workload")
-        self.assertEqual(syms["config"], {"rows": 8192})  # heads <= FLOOR; eps, seed, theta are not sizes
+        syms = SC.symbols(self.SOURCE, "create_inputs", {"rows": 8192, "heads": 8, "groups": 8, "eps": 1e-5,
+                                                         "seed": 100000, "rope_theta": 10000}, "workload")
+        # groups <= FLOOR; eps, seed, theta are not sizes; a head count is a symbol at any value (keep_ratios)
+        self.assertEqual(syms["config"], {"rows": 8192, "heads": 8})
         # keys and key counts, `seed = ...`, non-size dict entries and small
         # literals are not symbols; 300 is written by the workload: pinned
         self.assertEqual(syms["inputs"], {"batch": 512, "width": 1024, "height": 32, "depth": 32,
@@ -680,6 +681,23 @@ class TestTestScale(unittest.TestCase):
                                  {"batch": 16, "height": 8, "#4096": 128, "CONFIG['seq']": 64}, ns)
         # height = depth = 32 is one written number: both names follow it
         self.assertEqual(fn(), (16, 1024, 8, 8, (128, 300), 64, 6))
+
+    def test_head_counts_are_scaled_together_keeping_their_ratio(self):
+        syms = SC.symbols("CONFIG = {}\n", "create_inputs", {"num_q_heads": 64, "num_kv_heads": 8, "head_dim": 128,
+                                                              "max_seqs": 64}, "workload")
+        self.assertEqual(syms["config"]["num_kv_heads"], 8)  # a head count is a symbol below the floor too
+        self.assertEqual(SC.plan(syms, 16)["config"], {"num_q_heads": 8, "num_kv_heads": 1, "head_dim": 8,
+                                                       "max_seqs": 8})
+        self.assertEqual(SC.plan(syms, 2, "widths")["config"], {"num_q_heads": 32, "num_kv_heads": 4,
+                                                                "head_dim": 64})
+        # 128 per 8 at factor 64 (2p): 16 per 1
+        two = {"config": {"num_query_heads": 128, "num_kv_heads": 8}, "inputs": {}, "pinned": {}}
+        self.assertEqual(SC.plan(two, 64)["config"], {"num_query_heads": 16, "num_kv_heads": 1})
+        # equal counts, or counts with no integer ratio, are scaled as any size
+        self.assertEqual(SC.plan({"config": {"q_heads": 32, "kv_heads": 32}, "inputs": {}}, 2)["config"],
+                         {"q_heads": 16, "kv_heads": 16})
+        self.assertEqual(SC.plan({"config": {"q_heads": 48, "kv_heads": 32}, "inputs": {}}, 2)["config"],
+                         {"q_heads": 24, "kv_heads": 16})
 
     def test_trivial_outputs_are_judged_within_the_checks_tolerance_not_exactly(self):
         import numpy as np
@@ -794,6 +812,15 @@ class TestScaleChosen(unittest.TestCase):
                                  "--seeds", "0", "--heldout", "", "--scale-factor", "2", "--scale-tier", "widths")
         self.assertEqual(r2["status"], "ok", (r2, err[-2000:]))
         self.assertEqual(r2["scaled_config"], {"num_heads": 32, "head_dim": 512})
+
+    def test_grouped_head_counts_keep_their_ratio_in_the_widths_tier(self):
+        r, _, err, _ = self.freeze("scale_gqa")
+        self.assertEqual(r["status"], "ok", "%r %s" % (r, err[-2000:]))
+        ts = r["test_scale"]
+        self.assertEqual((ts["tier"], ts["factor"]), ("widths", 8))
+        # 40 query heads per 8 KV heads: 5 per 1, not 8 per 8 (the floor stopped only the KV heads)
+        self.assertEqual(r["scaled_config"], {"head_dim": 256, "num_q_heads": 5, "num_kv_heads": 1})
+        self.assertEqual(r["cases"][0]["shapes"], [[1024, 5, 256], [1, 256], [32], [32]])
 
     def test_no_testable_scale_is_one_clear_error(self):
         r, code, err, _ = self.freeze("scale_constant")
