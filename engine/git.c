@@ -78,6 +78,7 @@ static mk_git_repo *new_repo_udata(lua_State *L) {
   mk_git_repo *r = lua_newuserdatauv(L, sizeof *r, 0);
   r->repo = NULL;
   r->lo.dirfd = -1;
+  r->lo.z = r->lo.md = NULL;
   r->packed_ok = 0;
   luaL_setmetatable(L, REPO_MT);
   return r;

@@ -26,15 +26,19 @@ static void on_sigchld(uv_signal_t *s, int signum) {
   else p->exit_cb(p, WIFEXITED(st) ? WEXITSTATUS(st) : 0, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
-/* One socket pair per pipe (as uv_spawn's UV_CREATE_PIPE): ends[i][0] the
- * engine's, ends[i][1] the child's, moved above the stdio range so that no
- * dup2 onto fds 0..count-1 can overwrite a source still to be used. Both
- * ends are close-on-exec; posix_spawn's dup2 clears it on the child's copy. */
+/* ends[i][0] the engine's, ends[i][1] the child's: a pipe for what the
+ * child writes (half the kernel's cost of a socket pair), a socket pair
+ * for what it reads (the engine ends it with a shutdown, which a pipe
+ * lacks). The child's end is moved above the stdio range so that no dup2
+ * onto fds 0..count-1 can overwrite a source still to be used. Both ends
+ * are close-on-exec; posix_spawn's dup2 clears it on the child's copy. */
 static int make_pipes(const mk_spawn_options *o, int ends[][2]) {
   for (int i = 0; i < o->stdio_count; i++) {
     int m = o->stdio[i].mode;
     if (m != MK_STDIO_READ && m != MK_STDIO_WRITE) continue;
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends[i]) < 0) return -errno;
+    int rc =
+        m == MK_STDIO_WRITE ? pipe2(ends[i], O_CLOEXEC) : socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends[i]);
+    if (rc < 0) return -errno;
     if (ends[i][1] < o->stdio_count) {
       int fd = fcntl(ends[i][1], F_DUPFD_CLOEXEC, o->stdio_count);
       if (fd < 0) return -errno;

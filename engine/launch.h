@@ -4,8 +4,8 @@
  * tables of everything the engine holds, so one start costs ~0.6 ms at
  * 12 MB of RSS and ~20 ms at 1 GB. mk_spawn uses posix_spawn instead
  * (glibc starts the child with clone(CLONE_VM | CLONE_VFORK): no copy),
- * connects the child's stdio to socket pairs whose engine ends become
- * uv_pipe_t streams (as uv_spawn's UV_CREATE_PIPE does), starts it in a
+ * connects the child's stdio to pipes (a socket pair for its stdin) whose
+ * engine ends become uv_pipe_t streams, starts it in a
  * session of its own with every signal at its default and none blocked,
  * and reports its exit through SIGCHLD (a uv_signal_t) and waitpid on its
  * own pid only, so no other child of the engine is reaped by mistake. */

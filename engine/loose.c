@@ -18,6 +18,7 @@
 int mk_loose_open(mk_loose *lo, const char *objects_dir) {
   lo->seq = 0;
   lo->pid = (long)getpid();
+  lo->z = lo->md = NULL;
   lo->dirfd = open(objects_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   return lo->dirfd < 0 ? -1 : 0;
 }
@@ -25,14 +26,22 @@ int mk_loose_open(mk_loose *lo, const char *objects_dir) {
 void mk_loose_close(mk_loose *lo) {
   if (lo->dirfd >= 0) close(lo->dirfd);
   lo->dirfd = -1;
+  if (lo->z) deflateEnd(lo->z);
+  free(lo->z);
+  EVP_MD_CTX_free(lo->md);
+  lo->z = lo->md = NULL;
 }
 
-static int sha1_of(unsigned char id[20], const char *hdr, size_t hn, const void *data, size_t len) {
-  EVP_MD_CTX *c = EVP_MD_CTX_new();
+/* SHA-1 through one context and one fetched digest kept for the whole
+ * graph: OpenSSL 3 looks EVP_sha1() up again at every init. */
+static int sha1_of(mk_loose *lo, unsigned char id[20], const char *hdr, size_t hn, const void *data, size_t len) {
+  static EVP_MD *sha1;
+  if (!sha1) sha1 = EVP_MD_fetch(NULL, "SHA1", NULL);
+  if (!lo->md) lo->md = EVP_MD_CTX_new();
+  EVP_MD_CTX *c = lo->md;
   unsigned int n = 0;
-  int ok = c && EVP_DigestInit_ex(c, EVP_sha1(), NULL) && EVP_DigestUpdate(c, hdr, hn) &&
+  int ok = sha1 && c && EVP_DigestInit_ex(c, sha1, NULL) && EVP_DigestUpdate(c, hdr, hn) &&
            EVP_DigestUpdate(c, data, len) && EVP_DigestFinal_ex(c, id, &n);
-  EVP_MD_CTX_free(c);
   if (!ok || n != 20) {
     errno = EIO;
     return -1;
@@ -40,41 +49,52 @@ static int sha1_of(unsigned char id[20], const char *hdr, size_t hn, const void 
   return 0;
 }
 
-/* zlib stream of header + data (git's fastest level, as libgit2 writes):
- * a malloc'd buffer in *out (the caller frees it) of *outn bytes. */
-static int deflate_object(unsigned char **out, size_t *outn, const char *hdr, size_t hn, const void *data, size_t len) {
+/* The z_stream kept in lo (git's fastest level, as libgit2 writes),
+ * reset for a new object: its ~270 KB of state is allocated once. */
+static z_stream *zstream(mk_loose *lo) {
+  if (lo->z) return deflateReset(lo->z) == Z_OK ? lo->z : NULL;
+  z_stream *z = calloc(1, sizeof *z);
+  if (z && deflateInit(z, Z_BEST_SPEED) != Z_OK) {
+    free(z);
+    z = NULL;
+  }
+  return lo->z = z;
+}
+
+/* zlib stream of header + data: a malloc'd buffer in *out (the caller
+ * frees it) of *outn bytes. */
+static int deflate_object(mk_loose *lo, unsigned char **out, size_t *outn, const char *hdr, size_t hn, const void *data,
+                          size_t len) {
   if (len > UINT_MAX - 64) {
     errno = EFBIG;
     return -1;
   }
-  z_stream z;
-  memset(&z, 0, sizeof z);
-  if (deflateInit(&z, Z_BEST_SPEED) != Z_OK) {
+  z_stream *z = zstream(lo);
+  if (!z) {
     errno = ENOMEM;
     return -1;
   }
-  uLong cap = deflateBound(&z, (uLong)(hn + len));
+  uLong cap = deflateBound(z, (uLong)(hn + len));
   unsigned char *buf = malloc(cap);
   int rc = -1;
   if (buf) {
-    z.next_out = buf;
-    z.avail_out = (uInt)cap;
-    z.next_in = (Bytef *)hdr;
-    z.avail_in = (uInt)hn;
-    if (deflate(&z, Z_NO_FLUSH) == Z_OK) {
-      z.next_in = (Bytef *)data;
-      z.avail_in = (uInt)len;
-      if (deflate(&z, Z_FINISH) == Z_STREAM_END) rc = 0;
+    z->next_out = buf;
+    z->avail_out = (uInt)cap;
+    z->next_in = (Bytef *)hdr;
+    z->avail_in = (uInt)hn;
+    if (deflate(z, Z_NO_FLUSH) == Z_OK) {
+      z->next_in = (Bytef *)data;
+      z->avail_in = (uInt)len;
+      if (deflate(z, Z_FINISH) == Z_STREAM_END) rc = 0;
     }
   }
-  deflateEnd(&z);
   if (rc < 0) {
     free(buf);
     errno = ENOMEM;
     return -1;
   }
   *out = buf;
-  *outn = z.total_out;
+  *outn = z->total_out;
   return 0;
 }
 
@@ -127,7 +147,7 @@ static int place(mk_loose *lo, const char *path, const unsigned char *z, size_t 
 int mk_loose_put(mk_loose *lo, const char *type, const void *data, size_t len, int durable, unsigned char id[20]) {
   char hdr[64];
   size_t hn = (size_t)snprintf(hdr, sizeof hdr, "%s %zu", type, len) + 1; /* with its NUL */
-  if (sha1_of(id, hdr, hn, data, len) < 0) return -1;
+  if (sha1_of(lo, id, hdr, hn, data, len) < 0) return -1;
   char path[44];
   static const char hexd[] = "0123456789abcdef";
   for (int i = 0, k = 0; i < 20; i++) {
@@ -139,7 +159,7 @@ int mk_loose_put(mk_loose *lo, const char *type, const void *data, size_t len, i
   if (faccessat(lo->dirfd, path, F_OK, 0) == 0) return 0;
   unsigned char *z = NULL;
   size_t zn = 0;
-  if (deflate_object(&z, &zn, hdr, hn, data, len) < 0) return -1;
+  if (deflate_object(lo, &z, &zn, hdr, hn, data, len) < 0) return -1;
   int rc = place(lo, path, z, zn, durable);
   int e = errno;
   free(z);

@@ -12,9 +12,12 @@ typedef struct {
   int dirfd;         /* the objects directory, open; -1 when closed */
   unsigned long seq; /* numbers the temporary files */
   long pid;          /* names them too (the engine does not fork) */
+  void *z;           /* a z_stream kept from object to object (deflateReset): NULL until the first */
+  void *md;          /* an EVP_MD_CTX kept likewise */
 } mk_loose;
 
-/* Open the objects directory: 0, or -1 with errno. */
+/* Open the objects directory: 0, or -1 with errno. mk_loose_close frees
+ * what mk_loose_put keeps between objects. */
 int mk_loose_open(mk_loose *lo, const char *objects_dir);
 void mk_loose_close(mk_loose *lo);
 

@@ -336,8 +336,10 @@ static const char *exec_path(void) {
   const char *e = getenv("MKENGINE_EXEC");
   if (e && *e) return e;
   static char near_exe[PATH_MAX];
+  if (near_exe[0]) return near_exe; /* found once: a path lookup per run otherwise */
   if (mk_find_helper("engine/exec/mk-exec", "libexec/mkengine/mk-exec", near_exe, sizeof near_exe) == 0)
     return near_exe;
+  near_exe[0] = 0;
 #ifdef MK_EXEC_PATH
   if (access(MK_EXEC_PATH, X_OK) == 0) return MK_EXEC_PATH;
 #endif

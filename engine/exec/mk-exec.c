@@ -224,6 +224,48 @@ static void exec_failed(int ep) {
   _exit(127);
 }
 
+/* Exec one file; a file the kernel cannot run (ENOEXEC: a script without
+ * "#!") is run by /bin/sh, as glibc's execvp does (musl's does not). */
+static void exec_file(const char *file, char **argv) {
+  execv(file, argv);
+  if (errno != ENOEXEC) return;
+  size_t n = 0;
+  while (argv[n]) n++;
+  char **sh = calloc(n + 2, sizeof *sh);
+  if (!sh) return;
+  sh[0] = "/bin/sh";
+  sh[1] = (char *)file;
+  memcpy(sh + 2, argv + 1, n * sizeof *sh); /* argv[1..n], NULL */
+  execv("/bin/sh", sh);
+  free(sh);
+  errno = ENOEXEC;
+}
+
+/* execvp: a name without '/' is looked up in $PATH (glibc's default when
+ * unset); returns (with errno) only when nothing could be run. */
+static void exec_program(char **argv) {
+  if (strchr(argv[0], '/')) {
+    exec_file(argv[0], argv);
+    return;
+  }
+  const char *path = getenv("PATH");
+  if (!path) path = "/bin:/usr/bin";
+  int denied = 0;
+  char buf[4096];
+  for (const char *s = path;;) {
+    const char *c = strchr(s, ':');
+    int len = c ? (int)(c - s) : (int)strlen(s);
+    if (snprintf(buf, sizeof buf, "%.*s%s%s", len, s, len ? "/" : "", argv[0]) < (int)sizeof buf) {
+      exec_file(buf, argv);
+      if (errno == EACCES) denied = 1;
+      else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE && errno != ENODEV) return;
+    }
+    if (!c) break;
+    s = c + 1;
+  }
+  errno = denied ? EACCES : ENOENT;
+}
+
 /* In the forked child: its own group, its limits, maybe nobody, then exec. */
 static void run_child(const options *o, const sigset_t *old, int ep) {
   setpgid(0, 0);
@@ -237,7 +279,7 @@ static void run_child(const options *o, const sigset_t *old, int ep) {
   if (geteuid() == 0 && o->give_cwd) nftw(".", give_to_nobody, 16, FTW_PHYS);
   if (geteuid() == 0 && o->drop && (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0))
     exec_failed(ep);
-  execvp(o->argv[0], o->argv);
+  exec_program(o->argv);
   exec_failed(ep);
 }
 

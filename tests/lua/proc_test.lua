@@ -140,6 +140,16 @@ t.test("proc/a missing program is a spawn error, not an exit status", function()
   t.eq(err.kind, "spawn")
 end)
 
+t.test("proc/a program found on PATH runs; a script without #! runs under /bin/sh (as execvp)", function()
+  fs.mkdirs(tmp .. "/bin")
+  fs.write(tmp .. "/bin/mk-noshebang", "echo from-sh \"$1\"\n", { mode = 493 })
+  local r = proc.run { argv = { "mk-noshebang", "x y" }, env = { PATH = tmp .. "/bin:/usr/bin:/bin" } }
+  t.eq(r.code, 0)
+  t.eq(r.stdout, "from-sh x y\n")
+  r = proc.run { argv = { tmp .. "/bin/mk-noshebang", "z" } }
+  t.eq(r.stdout, "from-sh z\n")
+end)
+
 t.test("proc/argument mistakes raise", function()
   t.raises(function() proc.run() end)
   t.raises(function() proc.run { argv = {} } end, "argv")
