@@ -46,7 +46,7 @@ TASK_PROPERTIES = (INDEPENDENT, CONSTANT)
 # (ragged attention's per-sequence lengths) index the other sizes, never
 # these, so when scaling every size breaks the reference, the widths alone
 # are scaled (the "widths" tier).
-WIDTH = re.compile(r"head|dim|hidden|channel|feature|embed|d_model|width", re.I)
+WIDTH = re.compile(r"head|dim|hidden|channel|feature|embed|d_model|width|^[HD]$", re.I)  # H, D: MaxKernel 1p
 # Head counts (num_q_heads, num_kv_heads): grouped-query attention needs
 # the query heads to stay a multiple of the KV heads, in the same ratio, so
 # they are scaled together (keep_ratios), KV heads of 8 or less included.

@@ -8,7 +8,8 @@
 # with `cd build && ctest -L long -R expert --output-on-failure`.
 # The benchmarks live outside the repository: $MK_BENCHMARKS, else
 # ../shared/benchmarks beside the checkout (or beside a worktree's parent).
-# Arguments (optional): TASK:FILE:VERDICT triples to run instead of all.
+# Arguments (optional): TASK:FILE:VERDICT triples to run instead of all
+# (TASK alone: the JAXBench layout; LAYOUT/TASK: another).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 build=${MKENGINE_BUILD:-build}
@@ -25,7 +26,7 @@ kernels=(
   8p_GEMM:racy:incorrect 8p_GEMM:cheat:compile_error
   1p_Flash_Attention:expert:ok 1p_Flash_Attention:expert_dma:ok 1p_Flash_Attention:wrong:incorrect
   1p_Flash_Attention:wrong_causal:incorrect 1p_Flash_Attention:oob:incorrect
-  1p_Flash_Attention:racy:incorrect 1p_Flash_Attention:cheat:rejected
+  1p_Flash_Attention:racy:incorrect 1p_Flash_Attention:cheat:rejected maxkernel/1p_Flash_Attention:expert:ok
   4p_Sparse_Attention:expert:ok 4p_Sparse_Attention:wrong:incorrect
   7p_Ragged_Paged_Attention:expert:ok 7p_Ragged_Paged_Attention:wrong:incorrect
 )
@@ -34,7 +35,8 @@ rc=0
 for tkv in "${kernels[@]}"; do
   IFS=: read -r task k want <<<"$tkv"
   t0=$(date +%s)
-  got=$("$build/mkengine" eval "$dir/jaxbench/$task" "examples/expert/$task/$k.py" --no-tune --no-profile --fresh \
+  case $task in */*) path=$dir/$task ;; *) path=$dir/jaxbench/$task ;; esac # LAYOUT/TASK: another layout
+  got=$("$build/mkengine" eval "$path" "examples/expert/${task#*/}/$k.py" --no-tune --no-profile --fresh \
     --json | python3 -c 'import json, sys; r = json.load(sys.stdin); print(r["status"], "|", r.get("message", "")[:400])')
   echo "$task/$k: ${got%% |*} (want $want) in $(($(date +%s) - t0)) s: ${got#*| }"
   [ "${got%% |*}" = "$want" ] || rc=1
