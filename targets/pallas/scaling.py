@@ -322,8 +322,11 @@ def passes_as(h, got, want, tol):
     """Whether outputs `got` pass the suite's own check against `want`
     (harness.compare_outputs with the task's tolerance): a kernel returning
     them would be called correct. Float rounding (a mean of normalised
-    values is 0 only up to it) is no difference."""
-    return h.compare_outputs(got, want, tol["atol"], tol["rtol"])["ok"]
+    values is 0 only up to it) is no difference. Scalars are compared as
+    one-element arrays, as the frozen files store them."""
+    import numpy as np
+    one_d = [np.atleast_1d(np.asarray(x)) for x in got], [np.atleast_1d(np.asarray(x)) for x in want]
+    return h.compare_outputs(one_d[0], one_d[1], tol["atol"], tol["rtol"])["ok"]
 
 
 def _trivial(h, np, outs, tol):

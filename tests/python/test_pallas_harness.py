@@ -715,6 +715,9 @@ class TestTestScale(unittest.TestCase):
         # an input change that moves the output by rounding only is no change; one the check sees is
         self.assertTrue(SC.passes_as(H, [varied + np.float32(1e-7) * varied], [varied], tol))
         self.assertFalse(SC.passes_as(H, [varied * np.float32(1.05)], [varied], tol))
+        # a scalar output (13p's mean loss) as the reference returns it, 0-d
+        self.assertTrue(SC.passes_as(H, [np.asarray(np.float32(2.0))], [np.asarray(np.float32(2.0))], tol))
+        self.assertFalse(SC.passes_as(H, [np.asarray(np.float32(2.5))], [np.asarray(np.float32(2.0))], tol))
 
 
 class TestScaleChosen(unittest.TestCase):
