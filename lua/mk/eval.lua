@@ -200,31 +200,59 @@ function Evaluator:_bench_opts(extra)
   return o
 end
 
---- The reference's benchmark (memoised): {latency_s, spread, ...}.
---- With opts.baseline_cache (and the suite cache), a baseline measured
---- before on this machine with the same settings is reused (r.cached).
-function Evaluator:baseline()
-  if self.base or self.pool then return self:_once("base", "baseline") end
-  self:freeze()
-  local bopts = self:_bench_opts { workdir = self.root .. "/baseline" }
-  local bkey
-  if self.opts.baseline_cache and self.suite_key and self.target.machine_key then
-    bkey = suites.baseline_key(self.suite_key, self.target.machine_key(self.opts.threads), {
-      min_time = bopts.min_time, max_time = bopts.max_time, warmup = bopts.warmup, min_reps = bopts.min_reps,
-      max_reps = bopts.max_reps, rule = 2 }) -- rule 2: the defaults and stopping rule of 2026-12-03
-    local hit = suites.get_baseline(bkey)
-    if hit then
-      hit.cached = true
-      self.base = hit
-      return hit
-    end
+-- The key of a baseline in the suite cache (nil without it); `scale`
+-- names another suite of the task (a larger scale), absent for its own.
+function Evaluator:_baseline_key(bopts, scale)
+  if not (self.opts.baseline_cache and self.suite_key and self.target.machine_key) then return nil end
+  return suites.baseline_key(self.suite_key, self.target.machine_key(self.opts.threads), {
+    min_time = bopts.min_time, max_time = bopts.max_time, warmup = bopts.warmup, min_reps = bopts.min_reps,
+    max_reps = bopts.max_reps, rule = 2, scale = scale }) -- rule 2: the defaults and stopping rule of 2026-12-03
+end
+
+-- The reference timed with bopts, from the suite cache when it holds it.
+function Evaluator:_measure_baseline(bopts, scale)
+  local bkey = self:_baseline_key(bopts, scale)
+  local hit = bkey and suites.get_baseline(bkey)
+  if hit then
+    hit.cached = true
+    return hit
   end
   local r = self:_exclusive(self.target.baseline, self.task, bopts)
   if r.status ~= "ok" then util.raise({ kind = "baseline", message = r.message }, "baseline: ") end
   if bkey then suites.put_baseline(bkey, r) end
-  self.base = r
-  self:_restock(self.opts.probes or 3) -- the first candidate's probes, made while the model writes it
   return r
+end
+
+--- The reference's benchmark (memoised): {latency_s, spread, ...}.
+--- With opts.baseline_cache (and the suite cache), a baseline measured
+--- before on this machine with the same settings is reused (r.cached).
+--- `tests_dir`: another suite of the task (a target that re-tested a
+--- candidate at a larger scale: pallas's escalation); the reference is
+--- timed on it once per evaluator and kept, like the test scale's.
+function Evaluator:baseline(tests_dir)
+  if tests_dir and tests_dir ~= self.tests_dir then return self:_baseline_at(tests_dir) end
+  if self.base or self.pool then return self:_once("base", "baseline") end
+  self:freeze()
+  local r = self:_measure_baseline(self:_bench_opts { workdir = self.root .. "/baseline" })
+  self.base = r
+  if not r.cached then self:_restock(self.opts.probes or 3) end -- the first candidate's probes
+  return r
+end
+
+function Evaluator:_baseline_at(dir)
+  self.base_at = self.base_at or {}
+  local function measure()
+    if not self.base_at[dir] then
+      local name = dir:match("([^/]+)$")
+      self.base_at[dir] = self:_measure_baseline(self:_bench_opts { tests_dir = dir,
+        workdir = self.root .. "/baseline-" .. name }, name:match("%.scale%-(.+)$") or name)
+    end
+    return self.base_at[dir]
+  end
+  if not coroutine.isyieldable() then return measure() end
+  self.base_lock = self.base_lock or {}
+  self.base_lock[dir] = self.base_lock[dir] or task_lib.semaphore(1) -- two candidates at one scale: timed once
+  return self.base_lock[dir]:with(measure)
 end
 
 local function files_of(self, files)
@@ -421,7 +449,8 @@ end
 function Evaluation:correct_result(br, tune, build)
   local ev = self.ev
   local tb0 = task_lib.now()
-  local base = ev:baseline()
+  -- a build checked and timed at a larger scale (pallas) is compared with the reference timed there
+  local base = ev:baseline(build and build.scaled_tests)
   self.acct.setup_s = task_lib.now() - tb0 -- measuring the baseline, the first time
   local r = {
     status = "ok", correct = true, latency_s = br.latency_s, spread = br.spread, reps = br.reps,
@@ -443,9 +472,11 @@ function Evaluation:correct_result(br, tune, build)
   if build and build.scale_note then -- a target that re-tested at a larger scale says which (pallas)
     r.checked_at = build.checked_at
     r.message = r.message .. "; " .. build.scale_note
-    if build.scaled_tests then -- timed on that scale's case, the baseline on the test scale's
-      r.timed_at = build.checked_at
-      r.message = r.message .. "; timed there, the baseline at the test scale: the two times are not comparable"
+    if build.scaled_tests then -- timed on that scale's case, and the baseline with it
+      r.timed_at, r.baseline_timed_at = br.timed_at or build.checked_at, base.timed_at
+      r.message = r.message .. (r.timed_at == r.baseline_timed_at and ("; both timed at " .. tostring(r.timed_at))
+        or string.format("; timed at %s, the baseline at %s: the two times are not comparable", tostring(r.timed_at),
+          tostring(base.timed_at or "an unknown scale")))
     end
   end
   if r.timing_kind ~= "interpret" and r.speedup > 20 then

@@ -1778,6 +1778,21 @@ def _bench_case(a):
     return (a.case or (case_ids(a.tests) or [None])[0]) if getattr(a, "tests", None) else None
 
 
+def timed_scale(tests_dir, cid):
+    """The scale of the case a timing step ran on: its id, scale factor,
+    tier and input shapes, from the frozen files (None without a case). A
+    candidate and a baseline timed on the same suite record the same, so
+    their ratio compares equal sizes (an escalated candidate's baseline is
+    timed at the candidate's scale: target.lua, mk.eval)."""
+    if not tests_dir or not cid:
+        return None
+    meta = read_case(tests_dir, cid)
+    rec = read_cases(tests_dir).get("test_scale")
+    tier = rec.get("tier") if isinstance(rec, dict) else None
+    return {"case": cid, "factor": meta.get("scale_factor"), "tier": tier,
+            "shapes": [m["shape"] for m in meta.get("inputs", [])]}
+
+
 def _candidate_compiled(task, a):
     jax = _jax()
     args, statics = _bench_args(task, a)
@@ -1982,6 +1997,7 @@ def cmd_bench(a):
     res["device_info"] = device_info(jax)
     cid = (a.case or case_ids(a.tests)[0]) if a.tests else None
     res["case"] = cid
+    res["timed_scale"] = timed_scale(a.tests, cid)
     if a.save_output and cid:
         os.makedirs(a.save_output, exist_ok=True)
         ometa = save_arrays(os.path.join(a.save_output, cid + ".bench.npz"), [_to_numpy(o) for o in _leaves(out)])
@@ -2058,6 +2074,7 @@ def cmd_baseline(a):
     task = load_task(a.task, _overrides(a))
     jax = _jax()
     ref = reference_module(task)
+    cid = None
     if a.tests:
         verify_manifest(a.tests, subset={"inputs"})
         cid = a.case or case_ids(a.tests)[0]
@@ -2081,7 +2098,8 @@ def cmd_baseline(a):
     info = device_info(jax)
     r = roofline(cost.get("flops"), cost.get("bytes"), t["latency_s"], chip_peaks(info["device_kind"]))
     res = {"status": "ok", **times, **t, "flops": cost.get("flops"), "bytes": cost.get("bytes"),
-           "profile": r, "text": roofline_text(r, "XLA baseline"), "device_info": info, "timing": "device"}
+           "profile": r, "text": roofline_text(r, "XLA baseline"), "device_info": info, "timing": "device",
+           "case": cid, "timed_scale": timed_scale(a.tests, cid)}
     return res
 
 

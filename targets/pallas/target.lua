@@ -498,6 +498,22 @@ local function max_size(config)
   return m
 end
 
+--- The label of a frozen scale: its factor (1: the task's own sizes) and
+--- tier ("widths": only those sizes were divided), as results name it
+--- (`checked_at`, `timed_at`); nil when the factor is unknown.
+function M.scale_label(factor, tier)
+  local f = math.tointeger(factor)
+  if not f then return nil end
+  if f <= 1 then return "the task's own sizes" end
+  return "scale factor " .. f .. (type(tier) == "string" and (" (" .. tier .. " only)") or "")
+end
+
+-- The label of the scale a timing step reports it ran at (harness
+-- `timed_scale`: the case's factor and tier), or nil.
+local function timed_label(ts)
+  return type(ts) == "table" and M.scale_label(ts.factor, ts.tier) or nil
+end
+
 --- The larger scales after the one `tests_dir` was frozen at, smallest
 --- first, as {args = freeze arguments, label, slug}: halving the recorded
 --- scale factor down to 1, or doubling the recorded size cap up to the
@@ -513,8 +529,7 @@ function M.larger_scales(task, tests_dir)
       f = f // 2
       local args = { "--scale-factor", tostring(f) }
       if tier and f > 1 then args[3], args[4] = "--scale-tier", tier end
-      out[#out + 1] = { args = args, slug = "f" .. f .. (tier and f > 1 and tier or ""),
-        label = f == 1 and "the task's own sizes" or ("scale factor " .. f .. (tier and " (" .. tier .. " only)" or "")) }
+      out[#out + 1] = { args = args, slug = "f" .. f .. (tier and f > 1 and tier or ""), label = M.scale_label(f, tier) }
     end
     return out
   end
@@ -853,6 +868,7 @@ function M.bench(task, build, opts)
     status = "ok", correct = true, latency_s = r.latency_s, spread = r.spread, min_s = s.min_s, max_s = s.max_s,
     reps = math.tointeger(s.n) or s.n, method = r.method, message = "", wall_s = (r.wall_s or 0) + cw, check_s = cw,
     trace_error = r.trace_error, device = r.device_info, timing_kind = r.timing, interpret = r.interpret,
+    timed_scale = r.timed_scale, timed_at = timed_label(r.timed_scale),
   }
 end
 
@@ -909,6 +925,7 @@ function M.baseline(task, opts)
     status = "ok", correct = true, latency_s = r.latency_s, spread = r.spread, min_s = s.min_s, max_s = s.max_s,
     reps = math.tointeger(s.n) or s.n, method = r.method, flops = r.flops, bytes = r.bytes, text = r.text,
     message = "", wall_s = r.wall_s, device = r.device_info, profile = profile_result(r), timing_kind = r.timing,
+    timed_scale = r.timed_scale, timed_at = timed_label(r.timed_scale), -- the case's scale (M.scale_label)
   }
 end
 

@@ -53,20 +53,39 @@ t.test("kernels tiled for the task's sizes are checked at a larger scale, never 
   local task = assert(require("mk.eval.targets").load_task("tests/python/tasks/big_blocks"))
   task.seeds, task.heldout_seeds = { 0, 1 }, { 1001 }
   local ev = require("mk.eval").new(task, { jobs = 1, bench = { min_reps = 2, max_reps = 3, warmup = 1 } })
+  local timed = {} -- the scale each baseline step reported it timed the reference at -> how many times
+  pallas.on_result = function(sub, v)
+    if sub == "baseline" and v.status == "ok" then
+      local ts = type(v.timed_scale) == "table" and v.timed_scale or {}
+      local l = pallas.scale_label(ts.factor, ts.tier) or "unknown"
+      timed[l] = (timed[l] or 0) + 1
+    end
+  end
   -- an empty grid at the test scale of 256: escalated to 512, where it is correct (held-out too)
   local r = ev:evaluate(read(CANDS .. "/pallas_big_blocks.py"), { tune = false })
   t.eq(r.status, "ok", r.message)
   t.ok(r.checked_at, r.message) -- the scale its blocks tile (scale factor 1 or 2, whichever the freeze chose)
   t.contains(r.message, "checked at " .. tostring(r.checked_at) .. " (at the test scale: empty grid (0, 0")
-  -- timed at that scale: never put against a baseline timed at the test scale without saying so
+  -- timed at that scale, and the reference with it: the ratio compares equal sizes
   t.eq(r.timed_at, r.checked_at)
-  t.contains(r.message, "the baseline at the test scale: the two times are not comparable")
+  t.eq(r.baseline_timed_at, r.checked_at)
+  t.eq(timed[r.checked_at], 1)
+  t.contains(r.message, "both timed at " .. r.checked_at)
+  -- interpret mode (this CPU) still shows no speedup, at any scale
+  t.contains(r.message, "no speedup")
   local h = ev:heldout(read(CANDS .. "/pallas_big_blocks.py"))
   t.eq(h.status, "ok", h.message)
-  -- its own shape check raised at 256: the same
+  -- its own shape check raised at 256: the same; the reference is not timed again at that scale
   r = ev:evaluate(read(CANDS .. "/pallas_big_blocks_checked.py"), { tune = false })
   t.eq(r.status, "ok", r.message)
   t.contains(r.message, "its own check raised")
+  t.eq(r.baseline_timed_at, r.timed_at)
+  for label, n in pairs(timed) do t.eq(n, 1, "baseline steps timed at " .. label) end
+  -- the test scale's baseline is another measurement, at the test scale
+  local b0 = ev:baseline()
+  t.ok(b0.timed_at and b0.timed_at ~= r.timed_at, tostring(b0.timed_at))
+  t.eq(timed[b0.timed_at], 1)
+  pallas.on_result = nil
   -- a wrong kernel of the same tiling is incorrect where it can be checked, and says where
   r = ev:evaluate(read(CANDS .. "/pallas_big_blocks_wrong.py"), { tune = false })
   t.eq(r.status, "incorrect", r.message)

@@ -87,6 +87,29 @@ t.test("a candidate that turns on JAX's 64-bit mode does not reach the next one"
   teardown(ev)
 end)
 
+t.test("over a series of candidates no process serves two, and none outlives its candidate", function()
+  -- what keeps memory from building up over a run: a candidate's processes
+  -- end with its evaluation, and only pre-started ones (that ran nothing)
+  -- wait for the next (bench/pallas_memory_bench.lua measures their memory)
+  local ev = setup()
+  local owner = {} -- harness process id -> the candidate whose steps it ran
+  for i, name in ipairs { "good.py", "wrong_eps.py", "leak_x64.py", "zeros.py", "probe_x64.py" } do
+    local r, steps = evaluate(ev, name)
+    t.ok(r.status == "ok" or r.status == "incorrect", name .. ": " .. tostring(r.message))
+    t.ok(#steps >= 2, name)
+    for _, x in ipairs(steps) do
+      t.ok(owner[x.pid] == nil or owner[x.pid] == i, x.sub .. " of " .. name .. " ran in a process of candidate "
+        .. tostring(owner[x.pid]))
+      owner[x.pid] = i
+    end
+    local alive = pallas.processes()
+    t.eq(alive.sessions, 0, "no candidate's process is kept after " .. name)
+    t.ok(alive.idle <= 2 * pallas.pool_max_idle, "pre-started processes stay bounded: " .. alive.idle)
+  end
+  teardown(ev)
+  t.eq(pallas.processes().idle + pallas.processes().sessions, 0, "none left once the evaluator is closed")
+end)
+
 t.test("with no pool every step is a fresh process, verdicts unchanged", function()
   local keep = pallas.pool_size
   pallas.pool_size = 0

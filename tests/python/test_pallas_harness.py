@@ -560,6 +560,7 @@ class TestEndToEnd(unittest.TestCase):
         self.assertGreater(r["latency_s"], 0)
         self.assertIn(r["method"], ("device", "wall"))
         self.assertEqual(r["wall"]["n"], 5)
+        self.assertEqual(r["timed_scale"], self.timed_scale())
         r, _, _ = run_harness("bench", "--task", self.task, "--candidate", self.cand("wrong_eps"),
                               "--tests", self.tests, "--iters", "3", "--warmup", "1")
         self.assertEqual(r["status"], "incorrect")
@@ -576,6 +577,14 @@ class TestEndToEnd(unittest.TestCase):
         self.assertEqual(r["status"], "ok", r)
         self.assertEqual(r["flops"], 4 * 16 * 128)  # the task's get_flops()
         self.assertGreater(r["latency_s"], 0)
+        # the scale it timed the reference at, as bench records the candidate's (the same case)
+        self.assertEqual(r["timed_scale"], self.timed_scale())
+
+    def timed_scale(self):
+        """The scale a timing step on the first search case must record."""
+        first = self.frozen["cases"][0]
+        return {"case": first["id"], "factor": self.frozen["test_scale"]["factor"],
+                "tier": self.frozen["test_scale"]["tier"], "shapes": first["shapes"]}
 
     def test_seeds_that_do_not_reach_the_inputs_are_reported(self):
         with tempfile.TemporaryDirectory() as d:
@@ -626,9 +635,10 @@ class TestTestScale(unittest.TestCase):
         "    return x.reshape(-1, 300)\n")
 
     def test_symbols_are_sizes_written_in_config_or_the_inputs_function(self):
-        syms = SC.symbols(self.SOURCE, "create_inputs", {"rows": 8192, "heads": 8, "eps": 1e-5, "seed": 100000,
-                                                         "rope_theta": 10000}, "workload")
-        self.assertEqual(syms["config"], {"rows": 8192})  # heads <= FLOOR; eps, seed, theta are not sizes
+        syms = SC.symbols(self.SOURCE, "create_inputs", {"rows": 8192, "heads": 8, "groups": 8, "eps": 1e-5,
+                                                         "seed": 100000, "rope_theta": 10000}, "workload")
+        # groups <= FLOOR; eps, seed, theta are not sizes; a head count is a symbol at any value (keep_ratios)
+        self.assertEqual(syms["config"], {"rows": 8192, "heads": 8})
         # keys and key counts, `seed = ...`, non-size dict entries and small
         # literals are not symbols; 300 is written by the workload: pinned
         self.assertEqual(syms["inputs"], {"batch": 512, "width": 1024, "height": 32, "depth": 32,
@@ -671,6 +681,43 @@ class TestTestScale(unittest.TestCase):
                                  {"batch": 16, "height": 8, "#4096": 128, "CONFIG['seq']": 64}, ns)
         # height = depth = 32 is one written number: both names follow it
         self.assertEqual(fn(), (16, 1024, 8, 8, (128, 300), 64, 6))
+
+    def test_head_counts_are_scaled_together_keeping_their_ratio(self):
+        syms = SC.symbols("CONFIG = {}\n", "create_inputs", {"num_q_heads": 64, "num_kv_heads": 8, "head_dim": 128,
+                                                              "max_seqs": 64}, "workload")
+        self.assertEqual(syms["config"]["num_kv_heads"], 8)  # a head count is a symbol below the floor too
+        self.assertEqual(SC.plan(syms, 16)["config"], {"num_q_heads": 8, "num_kv_heads": 1, "head_dim": 8,
+                                                       "max_seqs": 8})
+        self.assertEqual(SC.plan(syms, 2, "widths")["config"], {"num_q_heads": 32, "num_kv_heads": 4,
+                                                                "head_dim": 64})
+        # 128 per 8 at factor 64 (2p): 16 per 1
+        two = {"config": {"num_query_heads": 128, "num_kv_heads": 8}, "inputs": {}, "pinned": {}}
+        self.assertEqual(SC.plan(two, 64)["config"], {"num_query_heads": 16, "num_kv_heads": 1})
+        # equal counts, or counts with no integer ratio, are scaled as any size
+        self.assertEqual(SC.plan({"config": {"q_heads": 32, "kv_heads": 32}, "inputs": {}}, 2)["config"],
+                         {"q_heads": 16, "kv_heads": 16})
+        self.assertEqual(SC.plan({"config": {"q_heads": 48, "kv_heads": 32}, "inputs": {}}, 2)["config"],
+                         {"q_heads": 24, "kv_heads": 16})
+
+    def test_trivial_outputs_are_judged_within_the_checks_tolerance_not_exactly(self):
+        import numpy as np
+        tol = {"atol": 1e-2, "rtol": 1e-2}
+        rng = np.random.default_rng(0)
+        # 25k's output: mean(beta) for every sample, up to float rounding
+        noisy = np.float32(0.0123) + rng.normal(0, 1e-9, 128).astype(np.float32)
+        self.assertGreater(float(np.ptp(noisy)), 0.0)  # compared exactly it looked varied
+        self.assertEqual(SC._trivial(H, np, [noisy], tol), SC.CONSTANT)
+        self.assertEqual(SC._trivial(H, np, [np.zeros(16, np.float32)], tol), SC.ZEROS)
+        varied = rng.normal(0, 1, 128).astype(np.float32)
+        self.assertIsNone(SC._trivial(H, np, [varied], tol))
+        self.assertIsNone(SC._trivial(H, np, [np.float32(3.0)], tol))  # a scalar: judged by the input change
+        self.assertIsNone(SC._trivial(H, np, [np.float32(0.0123) + rng.normal(0, 1e-3, 128)], tol))
+        # an input change that moves the output by rounding only is no change; one the check sees is
+        self.assertTrue(SC.passes_as(H, [varied + np.float32(1e-7) * varied], [varied], tol))
+        self.assertFalse(SC.passes_as(H, [varied * np.float32(1.05)], [varied], tol))
+        # a scalar output (13p's mean loss) as the reference returns it, 0-d
+        self.assertTrue(SC.passes_as(H, [np.asarray(np.float32(2.0))], [np.asarray(np.float32(2.0))], tol))
+        self.assertFalse(SC.passes_as(H, [np.asarray(np.float32(2.5))], [np.asarray(np.float32(2.0))], tol))
 
 
 class TestScaleChosen(unittest.TestCase):
@@ -743,6 +790,16 @@ class TestScaleChosen(unittest.TestCase):
         self.assertTrue(any("does not change when the largest input does at any test scale tried" in w
                             for w in r["warnings"]), r["warnings"])
 
+    def test_an_output_constant_up_to_rounding_is_frozen_with_a_warning_after_two_scales(self):
+        r, _, err, _ = self.freeze("scale_noise")
+        self.assertEqual(r["status"], "ok", "%r %s" % (r, err[-2000:]))
+        ts = r["test_scale"]
+        self.assertEqual([t["factor"] for t in ts["tried"]], [4, 2])  # exactly compared, 4 passed as testable
+        self.assertEqual(ts["tried"][1]["refused"], "the reference's output is constant")
+        self.assertEqual(ts["factor"], 4)
+        self.assertTrue(any("the reference's output is constant at any test scale tried" in w
+                            for w in r["warnings"]), r["warnings"])
+
     def test_sizes_tied_to_a_module_table_stay_and_the_widths_shrink(self):
         r = self.frozen_and_passes("scale_tables")
         ts = r["test_scale"]
@@ -759,11 +816,20 @@ class TestScaleChosen(unittest.TestCase):
         self.assertEqual(r2["status"], "ok", (r2, err[-2000:]))
         self.assertEqual(r2["scaled_config"], {"num_heads": 32, "head_dim": 512})
 
+    def test_grouped_head_counts_keep_their_ratio_in_the_widths_tier(self):
+        r, _, err, _ = self.freeze("scale_gqa")
+        self.assertEqual(r["status"], "ok", "%r %s" % (r, err[-2000:]))
+        ts = r["test_scale"]
+        self.assertEqual((ts["tier"], ts["factor"]), ("widths", 8))
+        # 40 query heads per 8 KV heads: 5 per 1, not 8 per 8 (the floor stopped only the KV heads)
+        self.assertEqual(r["scaled_config"], {"head_dim": 256, "num_q_heads": 5, "num_kv_heads": 1})
+        self.assertEqual(r["cases"][0]["shapes"], [[1024, 5, 256], [1, 256], [32], [32]])
+
     def test_no_testable_scale_is_one_clear_error(self):
         r, code, err, _ = self.freeze("scale_constant")
         self.assertEqual((code, r["status"], r["error"]["kind"]), (3, "error", "cannot_freeze"))
         self.assertIn("scale_constant cannot be frozen at any test scale", r["error"]["message"])
-        self.assertIn("the reference's output is constant", r["error"]["message"])
+        self.assertIn("the reference's output is all zeros", r["error"]["message"])
         self.assertNotIn("Traceback", r["error"]["message"])
 
     def test_memory_and_time_limits_end_the_step_with_one_message(self):

@@ -27,7 +27,9 @@ task's content and this machine, and reused (verified) by the next eval.
                  baseline_latency_s, speedup, message, profile, tune, heldout,
                  timing (seconds: compile_s, test_s, bench_s, check_s,
                  queue_s, setup_s, engine_s, wall_s), device_s, cpu_s
-                 (CPU seconds of its processes), baseline_cached
+                 (CPU seconds of its processes), baseline_cached;
+                 checked_at, timed_at, baseline_timed_at when a kernel
+                 was checked at a larger scale than the test scale
   --timeout S    time limit of each candidate process (default: the task's)
   --no-tune      ignore mk:tune lines
   --no-profile   skip the profile
@@ -107,6 +109,7 @@ local function json_result(r, task, candidate, ev)
     spread = num(r.spread), device_s = num(r.device_s), cpu_s = num(r.cpu_s), wall_s = num(r.wall_s), suspicious = r.suspicious,
     task = task.name, candidate = candidate,
     baseline_cached = ev.base and ev.base.cached or false,
+    checked_at = r.checked_at, timed_at = r.timed_at, baseline_timed_at = r.baseline_timed_at, -- escalated (pallas)
   }
   if r.timing then out.timing = timing_numbers(r.timing) end
   if r.profile then

@@ -114,7 +114,7 @@ function M.put_baseline(bkey, r)
   fs.mkdirs(d)
   local keep = { status = r.status, message = r.message, latency_s = r.latency_s, spread = r.spread, reps = r.reps,
     min_s = r.min_s, p10_s = r.p10_s, p90_s = r.p90_s, median_undisturbed_s = r.median_undisturbed_s,
-    measured_at = os.time() }
+    timed_at = r.timed_at, measured_at = os.time() }
   local path = d .. "/" .. bkey .. ".json"
   fs.remove(path)
   fs.write(path, cjson.encode(keep), { atomic = true })
