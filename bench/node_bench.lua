@@ -98,8 +98,8 @@ end
 round(0) -- warm-up: connections, page cache
 local ws, cs, ms = {}, {}, {}
 for r = 1, R do ws[r], cs[r], ms[r] = round(r) end
-print(string.format("per node: wall %s (target 2), engine CPU %s (target 1); commit median %s", stats.fmt(ws, 1e3, "ms"),
-  stats.fmt(cs, 1e3, "ms"), stats.fmt(ms, 1e3, "ms")))
+print(string.format("per node: wall %s (target 2 on tmpfs, 3 on disk after 10,000), engine CPU %s (target 1); "
+  .. "commit median %s", stats.fmt(ws, 1e3, "ms"), stats.fmt(cs, 1e3, "ms"), stats.fmt(ms, 1e3, "ms")))
 stats.report(machine)
 g:close()
 fs.rm_rf(dir)

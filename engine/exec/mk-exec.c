@@ -135,17 +135,26 @@ static void reap(int block) {
   }
 }
 
+/* No child left, not even a zombie. We are the subreaper and the child's
+ * session is ours, so every live descendant has a live ancestor among our
+ * children: none left means nothing left to kill. */
+static int no_children(void) {
+  siginfo_t si;
+  return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD;
+}
+
 /* Kill and reap every descendant; bounded so the wrapper itself can never
- * hang (processes in uninterruptible sleep die when they wake). */
+ * hang (processes in uninterruptible sleep die when they wake). The usual
+ * child leaves nothing behind: then no kill and no /proc read. */
 static void kill_all(void) {
-  for (int round = 0; round < 1000; round++) {
+  for (int round = 0; round < 1000 && !no_children(); round++) {
+    if (round > 0) {
+      struct timespec ts = {0, 10 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
     kill(-child, SIGKILL);
     kill_children();
     reap(0);
-    siginfo_t si;
-    if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD) return;
-    struct timespec ts = {0, 10 * 1000 * 1000};
-    nanosleep(&ts, NULL);
   }
 }
 

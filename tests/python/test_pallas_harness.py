@@ -724,6 +724,30 @@ class TestTestScale(unittest.TestCase):
         self.assertEqual(SC.plan({"config": {"q_heads": 48, "kv_heads": 32}, "inputs": {}}, 2)["config"],
                          {"q_heads": 24, "kv_heads": 16})
 
+    def test_the_input_change_moves_scales_and_shifts_so_whole_input_reductions_see_it(self):
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+        tol = {"atol": 1e-2, "rtol": 1e-2}
+        x = jax.random.uniform(jax.random.key(0), (64, 256))
+        w = jnp.ones((8,))
+
+        def pooled(a, _):  # a global average of a nonlinearity (39k's shape of computation)
+            return [np.asarray(jnp.mean(jax.nn.gelu(a), axis=1))]
+
+        def normed(a, _):  # a norm: a per-element output, blind to scale and shift
+            return [np.asarray((a - a.mean(axis=1, keepdims=True)) / a.std(axis=1, keepdims=True))]
+
+        def mean_of_normed(a, _):  # 25k: the norm's mean is 0 whatever a is
+            return [np.asarray(jnp.mean(normed(a, _)[0], axis=1) + 1.0)]
+        moved = jnp.roll(x.reshape(-1), 1).reshape(x.shape)
+        self.assertTrue(SC.passes_as(H, pooled(moved, w), pooled(x, w), tol))  # moving alone: no change seen
+        changed = SC._changed_input(jax, np, [x, w])
+        self.assertIs(changed[1], w)  # the largest input is the one changed
+        self.assertFalse(SC.passes_as(H, pooled(*changed), pooled(x, w), tol))
+        self.assertFalse(SC.passes_as(H, normed(*changed), normed(x, w), tol))
+        self.assertTrue(SC.passes_as(H, mean_of_normed(*changed), mean_of_normed(x, w), tol))
+
     def test_trivial_outputs_are_judged_within_the_checks_tolerance_not_exactly(self):
         import numpy as np
         tol = {"atol": 1e-2, "rtol": 1e-2}
@@ -740,6 +764,9 @@ class TestTestScale(unittest.TestCase):
         # an input change that moves the output by rounding only is no change; one the check sees is
         self.assertTrue(SC.passes_as(H, [varied + np.float32(1e-7) * varied], [varied], tol))
         self.assertFalse(SC.passes_as(H, [varied * np.float32(1.05)], [varied], tol))
+        # a scalar output (13p's mean loss) as the reference returns it, 0-d
+        self.assertTrue(SC.passes_as(H, [np.asarray(np.float32(2.0))], [np.asarray(np.float32(2.0))], tol))
+        self.assertFalse(SC.passes_as(H, [np.asarray(np.float32(2.5))], [np.asarray(np.float32(2.0))], tol))
 
 
 class TestScaleChosen(unittest.TestCase):

@@ -208,7 +208,11 @@ local LISTS = { parents = true, files = true }
 -- node.json as people read it in `git show`/`git diff`: sorted keys, one
 -- field per line.
 local function pretty(v, indent, key)
-  if type(v) == "string" then return json.encode(utf8_text.utf8(v)) end -- a model's bytes may not be UTF-8
+  if type(v) == "string" then
+    -- plain ASCII that JSON (and cjson, which escapes '/') keeps as is: no call out
+    if not v:find('[%c"\\/\128-\255]') then return '"' .. v .. '"' end
+    return json.encode(utf8_text.utf8(v)) -- a model's bytes may not be UTF-8
+  end
   if type(v) ~= "table" then return json.encode(v) end
   local pad = indent .. "  "
   if next(v) == nil then return LISTS[key] and "[]" or "{}" end
