@@ -231,6 +231,15 @@ class TestTunables(unittest.TestCase):
 
 
 class TestScan(unittest.TestCase):
+    def test_no_way_to_the_interpreter_through_an_allowed_module(self):
+        # typing (allowed) imports sys: typing.sys.modules["__main__"] is the
+        # harness, typing.sys._getframe() its frames (examples/expert/1p_Flash_Attention/cheat.py)
+        for src in ('import typing\nh = typing.sys.modules["__main__"]\n',
+                    'import collections\nf = collections._sys._getframe(1).f_back\n',
+                    'import typing\ns = getattr(typing, "sys")\n',
+                    'from operator import attrgetter\nimport typing\ns = attrgetter("sys")(typing)\n'):
+            self.assertTrue(H.scan_candidate(src), src)
+
     def test_pallas_kernel_is_clean(self):
         src = ("import functools\nimport jax\nimport jax.numpy as jnp\n"
                "from jax.experimental import pallas as pl\n"
@@ -389,6 +398,22 @@ class TestCompare(unittest.TestCase):
         self.assertEqual(H.compare_outputs([np.zeros_like(tiny)], [tiny], 1e-2, 0)["reason"], "zeros")
         self.assertTrue(H.compare_outputs([tiny * 1.001], [tiny], 1e-2, 1e-2)["ok"])
         self.assertEqual(H.compare_outputs([tiny * 2], [tiny], 1e-2, 1e-2)["reason"], "mismatch")
+
+    def test_a_bfloat16_references_own_rounding_is_not_a_mismatch(self):
+        import numpy as np
+        # Outputs of RMS 0.07 (1p's causal attention over 4096 keys): a
+        # kernel 4e-4 RMS from the bfloat16 reference fails the RMS-scaled
+        # atol (7e-4) at some values but is within the published tolerance.
+        rng = np.random.default_rng(0)
+        w = rng.normal(0, 0.07, (64, 64))
+        g = w + rng.normal(0, 4e-4, w.shape)
+        r = H.compare_outputs([g], [w], 1e-2, 1e-2)
+        self.assertTrue(r["ok"], r["message"])
+        self.assertGreater(r["loose_values"], 0)
+        # ... but not a mis-scaled output, nor one value off by more than atol
+        self.assertEqual(H.compare_outputs([w * 0.9], [w], 1e-2, 1e-2)["reason"], "mismatch")
+        g[3, 3] += 0.02
+        self.assertEqual(H.compare_outputs([g], [w], 1e-2, 1e-2)["reason"], "mismatch")
 
     def test_matching_nonfinite_expected_values(self):
         import numpy as np
@@ -698,6 +723,30 @@ class TestTestScale(unittest.TestCase):
                          {"q_heads": 16, "kv_heads": 16})
         self.assertEqual(SC.plan({"config": {"q_heads": 48, "kv_heads": 32}, "inputs": {}}, 2)["config"],
                          {"q_heads": 24, "kv_heads": 16})
+
+    def test_the_input_change_moves_scales_and_shifts_so_whole_input_reductions_see_it(self):
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+        tol = {"atol": 1e-2, "rtol": 1e-2}
+        x = jax.random.uniform(jax.random.key(0), (64, 256))
+        w = jnp.ones((8,))
+
+        def pooled(a, _):  # a global average of a nonlinearity (39k's shape of computation)
+            return [np.asarray(jnp.mean(jax.nn.gelu(a), axis=1))]
+
+        def normed(a, _):  # a norm: a per-element output, blind to scale and shift
+            return [np.asarray((a - a.mean(axis=1, keepdims=True)) / a.std(axis=1, keepdims=True))]
+
+        def mean_of_normed(a, _):  # 25k: the norm's mean is 0 whatever a is
+            return [np.asarray(jnp.mean(normed(a, _)[0], axis=1) + 1.0)]
+        moved = jnp.roll(x.reshape(-1), 1).reshape(x.shape)
+        self.assertTrue(SC.passes_as(H, pooled(moved, w), pooled(x, w), tol))  # moving alone: no change seen
+        changed = SC._changed_input(jax, np, [x, w])
+        self.assertIs(changed[1], w)  # the largest input is the one changed
+        self.assertFalse(SC.passes_as(H, pooled(*changed), pooled(x, w), tol))
+        self.assertFalse(SC.passes_as(H, normed(*changed), normed(x, w), tol))
+        self.assertTrue(SC.passes_as(H, mean_of_normed(*changed), mean_of_normed(x, w), tol))
 
     def test_trivial_outputs_are_judged_within_the_checks_tolerance_not_exactly(self):
         import numpy as np
