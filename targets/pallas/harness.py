@@ -1040,8 +1040,11 @@ VECTOR_CLOCK_SIZE = 16
 
 def tpu_interpret_params():
     from jax.experimental.pallas import tpu as pltpu
+    # DMAs run when started ("eager"), not at their wait: a copy never waited
+    # for (an unguarded prefetch past the array's end) was never run nor
+    # bounds-checked; the race detector still sees a read before the wait.
     return pltpu.InterpretParams(detect_races=True, out_of_bounds_reads="raise", uninitialized_memory="nan",
-                                 vector_clock_size=VECTOR_CLOCK_SIZE)
+                                 vector_clock_size=VECTOR_CLOCK_SIZE, dma_execution_mode="eager")
 
 
 DEFAULT_CHIP = "TPU v6 lite"  # the emulated chip's device_kind (targets/pallas/tpu_chips.lua names it)
