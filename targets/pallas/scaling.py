@@ -496,8 +496,11 @@ def choose(h, jax, task, ref, dtype, target, max_input_bytes=None, log=None):
     if a is not None:
         return a, ctx["tried"]
     tried = ctx["tried"]
-    ran = [a for a in tried if a.reason in TASK_PROPERTIES]
-    if ran:  # at every size tried: a property of the task, not of its test scale
+    # at every size tried: a property of the task, not of its test scale; the
+    # largest sizes tried are used (40k's groups hold one feature at factor 16,
+    # where its output is its bias, and four at 4)
+    ran = sorted((a for a in tried if a.reason in TASK_PROPERTIES), key=lambda a: a.f)
+    if ran:
         ran[0].warning, ran[0].reason = ran[0].reason + " at any test scale tried", None
         return ran[0], tried
     why = "; ".join("factor %d%s: %s" % (a.f, " (%s only)" % a.plan["tier"] if a.plan.get("tier") else "", a.reason)

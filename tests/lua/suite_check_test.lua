@@ -67,7 +67,7 @@ t.test("an ok whose freeze warned shows the warning", function()
   local d = bench_dir { "scale_noise" }
   local code, out = t.sh(MK .. " suite check " .. d .. " --fresh --time-limit 280")
   t.eq(code, 0, out)
-  t.ok(out:match("^scale_noise%s+ok%s+1/4%s+%d+%.%d%s+%d+%s+warning: the reference's output is constant at any "
+  t.ok(out:match("^scale_noise%s+ok%s+own%s+%d+%.%d%s+%d+%s+warning: the reference's output is constant at any "
     .. "test scale tried"), out)
   code, out = t.sh(MK .. " suite check " .. d .. " --fresh --time-limit 280 --json")
   t.eq(code, 0, out)
