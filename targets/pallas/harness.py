@@ -267,6 +267,12 @@ FORBIDDEN_CALLS = ("open", "exec", "eval", "compile", "__import__", "globals", "
 # them does nothing; using them in code that can run is refused.
 INERT_IMPORTS = ("time", "json")
 FORBIDDEN_NAMES = ("mk_reference", "workload_reference", "__builtins__", "__loader__", "__spec__")
+# Attributes (and getattr names) that reach the interpreter through an
+# allowed module: `typing.sys.modules["__main__"]` is the harness itself,
+# `typing.sys._getframe(1).f_back` its frames (the task, the reference).
+FORBIDDEN_ATTRS = ("sys", "_sys", "os", "_os", "modules", "_getframe", "f_back", "f_locals", "f_globals",
+                   "f_builtins", "tb_frame", "gi_frame", "cr_frame", "ag_frame", "builtins", "importlib",
+                   "subprocess", "attrgetter", "methodcaller", "_REAL")
 
 
 ENTRIES = ("workload", "computation")  # what the harness calls in a candidate
@@ -375,7 +381,7 @@ def _node_violations(node, imported):
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
         name = node.args[1] if len(node.args) > 1 else None
         if not (isinstance(name, ast.Constant) and isinstance(name.value, str)
-                and not name.value.startswith("__")):
+                and not name.value.startswith("__") and name.value not in FORBIDDEN_ATTRS):
             bad.append("line %d: getattr() needs a constant, non-dunder attribute name" % node.lineno)
     for m in _imported_modules(node):
         if m.split(".", 1)[0] not in ALLOWED_IMPORTS + INERT_IMPORTS:
@@ -384,6 +390,11 @@ def _node_violations(node, imported):
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
         bad.append("line %d: call of %s() is not allowed" % (node.lineno, node.func.id))
     if isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
+        bad.append("line %d: use of %s is not allowed" % (node.lineno, node.id))
+    if isinstance(node, ast.Attribute) and node.attr in FORBIDDEN_ATTRS:
+        bad.append("line %d: access to .%s is not allowed (the interpreter, the harness and its frames "
+                   "are not the candidate's)" % (node.lineno, node.attr))
+    if isinstance(node, ast.Name) and node.id in ("attrgetter", "methodcaller", "_getframe"):
         bad.append("line %d: use of %s is not allowed" % (node.lineno, node.id))
     if isinstance(node, ast.Attribute) and node.attr in ("__globals__", "__code__", "__subclasses__",
                                                           "__builtins__", "__dict__"):
@@ -565,10 +576,25 @@ def case_shapes(tests_dir, cid):
     return ", inputs " + ", ".join(p.strip() for p in parts) if parts else ""
 
 
+def _within_as_published(diff, w, both, nonfin_mismatch, atol, rtol, rms):
+    """Whether an output passes the task's tolerance as published (every
+    value within atol + rtol * |want|, atol unscaled) with a relative RMS
+    error of at most rtol (so zeros or a mis-scaled output of small values
+    still fail). A bfloat16 reference's own rounding can exceed the
+    RMS-scaled atol: 1p's causal attention at 4096 keys has outputs of RMS
+    0.07, where the XLA reference in bfloat16 is 3.6e-4 RMS from float32
+    and a float32 flash kernel 1.4e-4."""
+    import numpy as np
+    if nonfin_mismatch.any() or ((diff > atol + rtol * np.abs(w)) & both).any():
+        return False
+    return float(np.sqrt(np.mean(np.square(diff[both])))) <= rtol * rms if both.any() else False
+
+
 def compare_outputs(got, want, atol, rtol, max_report=5):
     """Compare lists of numpy arrays. Returns {"ok", "reason", "message",
     "max_abs_err", "max_rel_err", "mismatches"}. An element passes when
-    |got - want| <= atol * min(1, rms(want)) + rtol * |want|. Reasons: count,
+    |got - want| <= atol * min(1, rms(want)) + rtol * |want|; an output
+    whose elements fail that passes when _within_as_published. Reasons: count,
     shape, nonfinite (NaN/Inf where the expected is finite), zeros (an
     all-zero output that fails: passing a loose atol with zeros is a known
     cheat), mismatch."""
@@ -615,6 +641,9 @@ def compare_outputs(got, want, atol, rtol, max_report=5):
         rel[~both] = 0.0
         res["max_rel_err"] = max(res["max_rel_err"], float(rel.max()))
         n = int(over.sum())
+        if n and rms > 0 and _within_as_published(diff, w, both, nonfin_mismatch, atol, rtol, rms):
+            res["loose_values"] = res.get("loose_values", 0) + n
+            n = 0
         if n and not np.any(g):
             res["mismatches"] += n
             return fail("zeros", "%s is all zeros but the reference's RMS is %.3g: zeros do not pass "
@@ -1011,8 +1040,11 @@ VECTOR_CLOCK_SIZE = 16
 
 def tpu_interpret_params():
     from jax.experimental.pallas import tpu as pltpu
+    # DMAs run when started ("eager"), not at their wait: a copy never waited
+    # for (an unguarded prefetch past the array's end) was never run nor
+    # bounds-checked; the race detector still sees a read before the wait.
     return pltpu.InterpretParams(detect_races=True, out_of_bounds_reads="raise", uninitialized_memory="nan",
-                                 vector_clock_size=VECTOR_CLOCK_SIZE)
+                                 vector_clock_size=VECTOR_CLOCK_SIZE, dma_execution_mode="eager")
 
 
 DEFAULT_CHIP = "TPU v6 lite"  # the emulated chip's device_kind (targets/pallas/tpu_chips.lua names it)
@@ -1443,6 +1475,29 @@ def own_check_raised(exc, candidate_path):
     return False
 
 
+def traces_at_own_sizes(jax, task, mod):
+    """Whether the candidate traces at the task's own sizes, abstractly
+    (inputs as shapes from the inputs function under the task's own
+    CONFIG; nothing is made or run). A kernel that fails to trace at a
+    test-scaled case but traces there was made for those sizes (a splash
+    kernel's mask tables, made with numpy for whole blocks): the failure
+    is the scale's, not the kernel's."""
+    hints = list(_SCALE_HINTS)
+    try:
+        ref = reference_module(task)
+        ab = _scaling()._abstract_inputs(sys.modules[__name__], jax, task, ref, None, None)
+        if ab is None:
+            return False
+        dyn, statics = ab
+        with config_scope(mod, dict(getattr(ref, "CONFIG", None) or {}), strict=False):
+            jit_static(jax, entry_fn(task, mod, statics), dyn).trace(*dyn)
+        return True
+    except Exception:  # it fails there too: its own fault
+        return False
+    finally:
+        _SCALE_HINTS[:] = hints
+
+
 def case_is_scaled(tests_dir, cid):
     """Whether a frozen case's sizes were shrunk from the task's own: it
     records a scale factor above 1, or one of its CONFIG entries has the
@@ -1464,10 +1519,11 @@ def exec_key(args, statics, config):
                       + [repr(statics), config], sort_keys=True, default=str)
 
 
-def lower_checked(jax, fn, args, a, mode, cid, key=None):
+def lower_checked(jax, fn, args, a, mode, cid, key=None, own_sizes=None):
     """lower_and_compile for case `cid` of a.tests; raises Rescale instead of
     a verdict when the case is test-scaled and the kernel is made for larger
-    sizes (scale hints, or its own check raised while tracing). In a session
+    sizes (scale hints, its own check raised while tracing, or tracing failed
+    where `own_sizes()`, traces_at_own_sizes, says it traces). In a session
     an executable an earlier step compiled for the same exec_key is reused
     (lower_s and compile_s 0, reused true); a failed compile is never kept."""
     scaled = case_is_scaled(getattr(a, "tests", None), cid)
@@ -1481,6 +1537,10 @@ def lower_checked(jax, fn, args, a, mode, cid, key=None):
         except CandidateError as e:
             if scaled and (_SCALE_HINTS or (e.phase == "lower" and own_check_raised(e.exc, a.candidate))):
                 raise Rescale(cid, "; ".join(_SCALE_HINTS) or "its own check raised: %s"
+                              % error_text(e.exc, a.candidate).splitlines()[-1][:300])
+            if scaled and own_sizes and getattr(e.exc, "mk_note", "") == "tracing the candidate failed" \
+                    and own_sizes():
+                raise Rescale(cid, "%s, but it traces at the task's own sizes"
                               % error_text(e.exc, a.candidate).splitlines()[-1][:300])
             raise
         found = list(dict.fromkeys(_SCALE_HINTS))
@@ -1632,8 +1692,8 @@ def choose_scale(jax, task, ref, dtype, a):
     if a.scale_factor:
         syms = sc.symbols(task["reference"], task["inputs_fn"], task["config"], task["entry"])
         chosen = sc.try_factor(sys.modules[__name__], jax, task, ref, dtype, syms, a.scale_factor, mem // 3,
-                               tier=a.scale_tier)
-        if chosen.reason and chosen.reason != "nothing to scale":
+                               sc.FACTOR_FLOP_BUDGET, tier=a.scale_tier)
+        if chosen.reason and (chosen.reason != "nothing to scale" or a.scale_tier):  # no widths: not a scale
             raise HarnessError("cannot_freeze", "%s at scale factor %d: %s" % (task["name"], a.scale_factor,
                                                                              chosen.reason))
         tried = [chosen]
@@ -1806,7 +1866,8 @@ def _candidate_compiled(task, a):
                                            % (task["entry"], task["signature"])}
         cfg = _case_config(a)
         with config_scope(mod, cfg, strict=False):
-            compiled, times = lower_checked(jax, fn, args, a, mode, _bench_case(a), exec_key(args, statics, cfg))
+            compiled, times = lower_checked(jax, fn, args, a, mode, _bench_case(a), exec_key(args, statics, cfg),
+                                            lambda: traces_at_own_sizes(jax, task, mod))
     except CandidateRejected as e:
         return None, args, {"status": "rejected", "message": "kernel.py breaks the rules: %s" % e}
     except CandidateError as e:
@@ -1851,7 +1912,8 @@ def cmd_run(a):
         try:
             if sig not in executables:
                 with config_scope(mod, cfg, strict=False):  # the case's sizes, for a candidate reading CONFIG
-                    executables[sig], times = lower_checked(jax, fn, args, a, mode, cid, sig)
+                    executables[sig], times = lower_checked(jax, fn, args, a, mode, cid, sig,
+                                                            lambda: traces_at_own_sizes(jax, task, mod))
                 own["compile_s"] += times["lower_s"] + times["compile_s"]
             compiled = executables[sig]
         except CandidateError as e:

@@ -22,6 +22,10 @@ TARGET = 256       # the first factor tried brings the largest size to about thi
 START_FLOPS = 2e9      # FLOPs of one reference call at the first scale accepted...
 FLOP_BUDGET = 2e10     # ... and at a larger one, tried when smaller sizes give a trivial output
 FULL_FLOP_BUDGET = 1e12  # ... of a task with no sizes to scale (its own sizes are the only choice)
+# ... at a factor asked for (freeze --scale-factor: escalating a kernel made
+# for larger sizes, bounded by its own time limit; 1p's flash attention at
+# the widths tier's 4 x 8 x 4096 x 8 is 2.1e10, about 12 s a call here)
+FACTOR_FLOP_BUDGET = 5e10
 SCALED_INPUT_BYTES = 256 << 20  # inputs of one case at a scaled (f > 1) scale
 SEARCH_S = 240     # seconds of search; no new factor is tried after them
 
@@ -42,7 +46,7 @@ TASK_PROPERTIES = (INDEPENDENT, CONSTANT)
 # (ragged attention's per-sequence lengths) index the other sizes, never
 # these, so when scaling every size breaks the reference, the widths alone
 # are scaled (the "widths" tier).
-WIDTH = re.compile(r"head|dim|hidden|channel|feature|embed|d_model|width", re.I)
+WIDTH = re.compile(r"head|dim|hidden|channel|feature|embed|d_model|width|^[HD]$", re.I)  # H, D: MaxKernel 1p
 # Head counts (num_q_heads, num_kv_heads): grouped-query attention needs
 # the query heads to stay a multiple of the KV heads, in the same ratio, so
 # they are scaled together (keep_ratios), KV heads of 8 or less included.

@@ -545,6 +545,27 @@ function M.larger_scales(task, tests_dir)
   return out
 end
 
+--- When every size scaled together is over the budget before the kernel's
+--- blocks fit (a flash attention with 2048-row query blocks needs the
+--- sequence at 2048, where heads x sequence^2 x head_dim is 140 GFLOP), the
+--- widths alone (heads, head_dim, ...: the freeze's "widths" tier) are
+--- divided instead, at the test scale's factor, then smaller factors: the
+--- lengths a kernel tiles by keep the task's own sizes. Empty when the test
+--- scale was already a widths tier or has no factor.
+function M.widths_scales(tests_dir)
+  local info = read_json(tests_dir .. "/cases.json")
+  local rec = type(info.test_scale) == "table" and info.test_scale or nil
+  local f = rec and math.tointeger(rec.factor)
+  local out = {}
+  if not f or type(rec.tier) == "string" then return out end
+  while f > 1 do
+    out[#out + 1] = { args = { "--scale-factor", tostring(f), "--scale-tier", "widths" }, slug = "f" .. f .. "widths",
+      label = "scale factor " .. f .. " (widths only)" }
+    f = f // 2
+  end
+  return out
+end
+
 local freezing = {} -- escalation suite dir -> semaphore (one freeze of it at a time)
 
 -- The suite at scale `s` beside `base` (frozen once, then verified), or nil, why.
@@ -583,11 +604,17 @@ function M.escalate(task, tests_dir, step, base)
   local r = step(tests_dir)
   if r.status ~= "rescale" then return r, tests_dir end
   local why, dir = r.reason or r.message, tests_dir
-  for _, s in ipairs(M.larger_scales(task, dir)) do
+  local scales, widths, i, refused = M.larger_scales(task, dir), M.widths_scales(dir), 0, nil
+  while i < #scales do
+    i = i + 1
+    local s = scales[i]
     local d, err = scaled_suite(task, base, s)
     if not d then
-      return unchecked(why, string.format("at %s the reference could not be frozen within this machine's limits (%s)",
-        s.label, tostring(err))), dir
+      refused = (refused and refused .. "; " or "") .. string.format("at %s the reference could not be frozen " ..
+        "within this machine's limits (%s)", s.label, tostring(err))
+      if not widths[1] then return unchecked(why, refused), dir end
+      scales, widths, i = widths, {}, 0 -- the widths alone divided: the lengths keep their sizes
+      goto continue
     end
     dir = d
     r = step(d)
@@ -599,8 +626,9 @@ function M.escalate(task, tests_dir, step, base)
       r.scale_note = string.format("checked at %s (at the test scale: %s)", s.label, why)
       return r, dir
     end
+    ::continue::
   end
-  return unchecked(why, "there is no larger scale of this task to check it at"), dir
+  return unchecked(why, refused or "there is no larger scale of this task to check it at"), dir
 end
 
 -- ---------------------------------------------------------------------------

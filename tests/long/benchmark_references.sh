@@ -21,13 +21,5 @@ for layout in jaxbench maxkernel; do
   echo "== $dir/$layout"
   "$build/mkengine" suite check "$dir/$layout" --fresh || rc=1
 done
-# Kernels written for 8p_GEMM's own shapes (examples/expert/8p_GEMM): each
-# must get its verdict (a right kernel never refused, a wrong one never ok).
-for kv in expert:ok expert_floor:unchecked wrong:incorrect oob:incorrect racy:incorrect cheat:compile_error; do
-  k=${kv%%:*} want=${kv#*:}
-  got=$("$build/mkengine" eval "$dir/jaxbench/8p_GEMM" "examples/expert/8p_GEMM/$k.py" --no-tune --no-profile --fresh \
-    --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["status"])')
-  echo "expert kernel $k: $got (want $want)"
-  [ "$got" = "$want" ] || rc=1
-done
+# The expert kernels (examples/expert) are tests/long/expert_kernels.sh.
 exit $rc

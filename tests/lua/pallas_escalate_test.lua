@@ -44,6 +44,13 @@ t.test("larger scales double the recorded cap up to the task's own sizes, or hal
   t.eq(table.concat(scales[2].args, " "), "--scale-factor 1")
   assert(fs.write(d .. "/cases.json", '{"test_scale": {"factor": 2.0, "tier": null}}'))
   t.eq(table.concat(pallas.larger_scales({ config = {} }, d)[1].args, " "), "--scale-factor 1")
+  -- when all sizes together are over the budget: the widths alone, from the test scale's factor down
+  assert(fs.write(d .. "/cases.json", '{"test_scale": {"factor": 4.0, "tier": null}}'))
+  labels = {}
+  for _, s in ipairs(pallas.widths_scales(d)) do labels[#labels + 1] = table.concat(s.args, " ") end
+  t.eq(table.concat(labels, ", "), "--scale-factor 4 --scale-tier widths, --scale-factor 2 --scale-tier widths")
+  assert(fs.write(d .. "/cases.json", '{"test_scale": {"factor": 4.0, "tier": "widths"}}'))
+  t.eq(#pallas.widths_scales(d), 0)
   fs.rm_rf(d)
 end)
 
@@ -86,6 +93,10 @@ t.test("kernels tiled for the task's sizes are checked at a larger scale, never 
   t.ok(b0.timed_at and b0.timed_at ~= r.timed_at, tostring(b0.timed_at))
   t.eq(timed[b0.timed_at], 1)
   pallas.on_result = nil
+  -- numpy refused its trace-time table at 256 (no raise of its own), but it traces at the task's sizes
+  r = ev:evaluate(read(CANDS .. "/pallas_big_blocks_table.py"), { tune = false })
+  t.eq(r.status, "ok", r.message)
+  t.contains(r.message, "it traces at the task's own sizes")
   -- a wrong kernel of the same tiling is incorrect where it can be checked, and says where
   r = ev:evaluate(read(CANDS .. "/pallas_big_blocks_wrong.py"), { tune = false })
   t.eq(r.status, "incorrect", r.message)

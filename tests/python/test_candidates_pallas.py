@@ -193,6 +193,11 @@ class TestCandidateKinds(unittest.TestCase):
         self.assertEqual((r["status"], r["reason"]), ("incorrect", "out_of_bounds"), r)
         self.assertIn('Out-of-bounds block index (2, 0) for input "x_ref"', r["message"])
 
+    def test_out_of_bounds_dma_never_waited_for_is_found(self):
+        # examples/expert/1p_Flash_Attention/oob.py's unguarded prefetch: DMAs run when started
+        r = self.run_cand("pallas_oob_unwaited.py")
+        self.assertEqual((r["status"], r["reason"]), ("incorrect", "out_of_bounds"), r)
+
     def test_kernel_asking_for_its_chip_sees_the_emulated_tpu(self):
         self.assertEqual(self.run_cand("pallas_chip_query.py")["status"], "ok")
         self.assertEqual(self.run_cand("pallas_chip_query.py", "--chip", "TPU v5 lite")["status"], "ok")

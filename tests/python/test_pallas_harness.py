@@ -231,6 +231,15 @@ class TestTunables(unittest.TestCase):
 
 
 class TestScan(unittest.TestCase):
+    def test_no_way_to_the_interpreter_through_an_allowed_module(self):
+        # typing (allowed) imports sys: typing.sys.modules["__main__"] is the
+        # harness, typing.sys._getframe() its frames (examples/expert/1p_Flash_Attention/cheat.py)
+        for src in ('import typing\nh = typing.sys.modules["__main__"]\n',
+                    'import collections\nf = collections._sys._getframe(1).f_back\n',
+                    'import typing\ns = getattr(typing, "sys")\n',
+                    'from operator import attrgetter\nimport typing\ns = attrgetter("sys")(typing)\n'):
+            self.assertTrue(H.scan_candidate(src), src)
+
     def test_pallas_kernel_is_clean(self):
         src = ("import functools\nimport jax\nimport jax.numpy as jnp\n"
                "from jax.experimental import pallas as pl\n"
@@ -389,6 +398,22 @@ class TestCompare(unittest.TestCase):
         self.assertEqual(H.compare_outputs([np.zeros_like(tiny)], [tiny], 1e-2, 0)["reason"], "zeros")
         self.assertTrue(H.compare_outputs([tiny * 1.001], [tiny], 1e-2, 1e-2)["ok"])
         self.assertEqual(H.compare_outputs([tiny * 2], [tiny], 1e-2, 1e-2)["reason"], "mismatch")
+
+    def test_a_bfloat16_references_own_rounding_is_not_a_mismatch(self):
+        import numpy as np
+        # Outputs of RMS 0.07 (1p's causal attention over 4096 keys): a
+        # kernel 4e-4 RMS from the bfloat16 reference fails the RMS-scaled
+        # atol (7e-4) at some values but is within the published tolerance.
+        rng = np.random.default_rng(0)
+        w = rng.normal(0, 0.07, (64, 64))
+        g = w + rng.normal(0, 4e-4, w.shape)
+        r = H.compare_outputs([g], [w], 1e-2, 1e-2)
+        self.assertTrue(r["ok"], r["message"])
+        self.assertGreater(r["loose_values"], 0)
+        # ... but not a mis-scaled output, nor one value off by more than atol
+        self.assertEqual(H.compare_outputs([w * 0.9], [w], 1e-2, 1e-2)["reason"], "mismatch")
+        g[3, 3] += 0.02
+        self.assertEqual(H.compare_outputs([g], [w], 1e-2, 1e-2)["reason"], "mismatch")
 
     def test_matching_nonfinite_expected_values(self):
         import numpy as np

@@ -93,9 +93,9 @@ end
 M.empty_array = cjson.empty_array
 
 --- v if it is a non-null value of type ty, else nil (cjson.null is userdata).
+local NULL = cjson.null
 function M.get(v, ty)
-  if v == nil or v == cjson.null then return nil end
-  if ty and type(v) ~= ty then return nil end
+  if v == nil or v == NULL or (ty and type(v) ~= ty) then return nil end
   return v
 end
 
