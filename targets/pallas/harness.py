@@ -1776,7 +1776,7 @@ def cmd_freeze(a):
     with open(os.path.join(a.tests, "cases.json"), "w") as f:
         json.dump({"task": task["name"], "format": task["format"], "cases": cases,
                    "tolerance": task["tolerance"], "dtype": a.dtype, "device": device_info(jax),
-                   "test_scale": record, "scaled_config": record["config"],
+                   "test_scale": record, "scaled_config": record["config"], "warnings": warnings,
                    "harness_version": HARNESS_VERSION}, f, indent=1)
     n = write_manifest(a.tests)
     return {"status": "ok", "cases": cases, "files": n, "warnings": warnings, "test_scale": record,
@@ -1788,7 +1788,7 @@ def cmd_verify(a):
     files = verify_manifest(a.tests)
     info = read_cases(a.tests)
     return {"status": "ok", "cases": info.get("cases", []), "files": len(files), "test_scale": info.get("test_scale"),
-            "manifest_sha": sha256_file(os.path.join(a.tests, MANIFEST))}
+            "warnings": info.get("warnings", []), "manifest_sha": sha256_file(os.path.join(a.tests, MANIFEST))}
 
 
 def task_flops(ref, config=None):

@@ -37,7 +37,7 @@ CONSTANT = "the reference's output is constant"
 ZEROS = "the reference's output is all zeros"
 # Refusals that say something of the task rather than of its sizes (26k's
 # norm over 1x1 planes ignores its weight, 25k's mean of a group norm is
-# mean(beta) for every sample): after two factors in a row the search
+# mean(beta) for every sample): after three factors in a row the search
 # stops, and when nothing else is accepted the first is used, with a
 # warning. An all-zero output is never frozen.
 TASK_PROPERTIES = (INDEPENDENT, CONSTANT)
@@ -443,10 +443,12 @@ def _hopeless(tried):
 
 
 def _task_property(tried):
-    """The output was constant or ignored the largest input at the last two
-    factors: a property of the task (26k's norm over 1x1 planes), not of
-    its sizes."""
-    return len(tried) >= 2 and all(a.reason in TASK_PROPERTIES for a in tried[-2:])
+    """The output was constant or ignored the largest input at the last
+    three factors: a property of the task (26k's norm over 1x1 planes), not
+    of its sizes. Two are not enough: 40k's 512 groups hold one feature at
+    factor 16 and two at factor 8, and at either the minimum over the
+    normalised features is the same whatever the input; at 4 it is not."""
+    return len(tried) >= 3 and all(a.reason in TASK_PROPERTIES for a in tried[-3:])
 
 
 def _search(h, jax, task, ref, dtype, syms, order, ctx, tier=None):
@@ -498,8 +500,11 @@ def choose(h, jax, task, ref, dtype, target, max_input_bytes=None, log=None):
     if a is not None:
         return a, ctx["tried"]
     tried = ctx["tried"]
-    ran = [a for a in tried if a.reason in TASK_PROPERTIES]
-    if ran:  # at every size tried: a property of the task, not of its test scale
+    # at every size tried: a property of the task, not of its test scale; the
+    # largest sizes tried are used (40k's groups hold one feature at factor 16,
+    # where its output is its bias, and four at 4)
+    ran = sorted((a for a in tried if a.reason in TASK_PROPERTIES), key=lambda a: a.f)
+    if ran:
         ran[0].warning, ran[0].reason = ran[0].reason + " at any test scale tried", None
         return ran[0], tried
     why = "; ".join("factor %d%s: %s" % (a.f, " (%s only)" % a.plan["tier"] if a.plan.get("tier") else "", a.reason)

@@ -447,7 +447,7 @@ function M.freeze(task, tests_dir, opts)
     return {
       status = r.status == "ok" and "ok" or "error", cases = cases_of(r.cases), manifest = manifest,
       manifest_sha = r.manifest_sha, fresh = false, message = r.message, wall_s = r.wall_s, kind = r.kind,
-      test_scale = r.test_scale,
+      test_scale = r.test_scale, warnings = r.warnings, -- the freeze's, kept in cases.json
     }
   end
   fs.mkdirs(tests_dir)

@@ -63,4 +63,17 @@ t.test("a task past the time limit is reported as limit and the next task still 
   fs.rm_rf(d)
 end)
 
+t.test("an ok whose freeze warned shows the warning", function()
+  local d = bench_dir { "scale_noise" }
+  local code, out = t.sh(MK .. " suite check " .. d .. " --fresh --time-limit 280")
+  t.eq(code, 0, out)
+  t.ok(out:match("^scale_noise%s+ok%s+own%s+%d+%.%d%s+%d+%s+warning: the reference's output is constant at any "
+    .. "test scale tried"), out)
+  code, out = t.sh(MK .. " suite check " .. d .. " --fresh --time-limit 280 --json")
+  t.eq(code, 0, out)
+  local j = require("cjson").decode(out:match("^[^\n]+"))
+  t.eq(#j.warnings, 1, out)
+  fs.rm_rf(d)
+end)
+
 t.run()

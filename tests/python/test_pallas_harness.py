@@ -831,21 +831,21 @@ class TestScaleChosen(unittest.TestCase):
                                 "--tests", tests)
         self.assertEqual(t["status"], "ok", (t, err[-2000:]))
 
-    def test_an_output_that_ignores_an_input_everywhere_is_frozen_with_a_warning_after_two_scales(self):
+    def test_an_output_that_ignores_an_input_everywhere_is_frozen_with_a_warning_after_three_scales(self):
         r = self.frozen_and_passes("scale_ignored")
         ts = r["test_scale"]
-        self.assertEqual([t["factor"] for t in ts["tried"]], [8, 4])  # not every factor
-        self.assertEqual(ts["factor"], 8)
+        self.assertEqual([t["factor"] for t in ts["tried"]], [8, 4, 2])  # not every factor
+        self.assertEqual(ts["factor"], 2)  # the largest sizes tried
         self.assertTrue(any("does not change when the largest input does at any test scale tried" in w
                             for w in r["warnings"]), r["warnings"])
 
-    def test_an_output_constant_up_to_rounding_is_frozen_with_a_warning_after_two_scales(self):
+    def test_an_output_constant_up_to_rounding_is_frozen_with_a_warning_after_three_scales(self):
         r, _, err, _ = self.freeze("scale_noise")
         self.assertEqual(r["status"], "ok", "%r %s" % (r, err[-2000:]))
         ts = r["test_scale"]
-        self.assertEqual([t["factor"] for t in ts["tried"]], [4, 2])  # exactly compared, 4 passed as testable
+        self.assertEqual([t["factor"] for t in ts["tried"]], [4, 2, 1])  # exactly compared, 4 passed as testable
         self.assertEqual(ts["tried"][1]["refused"], "the reference's output is constant")
-        self.assertEqual(ts["factor"], 4)
+        self.assertEqual(ts["factor"], 1)  # the largest sizes tried: its own
         self.assertTrue(any("the reference's output is constant at any test scale tried" in w
                             for w in r["warnings"]), r["warnings"])
 

@@ -25,7 +25,9 @@ baseline; no tuning, no profile). Prints one line per task:
 
 STATUS is the evaluation's verdict (ok, incorrect, compile_error, ...), or
 `error` when the task could not be loaded or frozen and `limit` when it
-ran past --time-limit or --mem-limit. SCALE is `1/F` when the task's sizes
+ran past --time-limit or --mem-limit; an `ok` whose freeze warned (an
+output that is constant or ignores an input at every scale tried, cases
+dropped for time) shows the first warning as its message. SCALE is `1/F` when the task's sizes
 were divided by F for the tests, `1/Fw` when only its widths were (heads,
 head and hidden dimensions, channels), `own` for its own sizes. PEAK_MB is the
 largest resident memory of one of its harness processes (Pallas target).
@@ -110,12 +112,13 @@ local function evaluate(task, opts)
     return (opts.bench and full_eval or correctness)(ev, files)
   end)
   local scale = ev.frozen and ev.frozen.test_scale
+  local warnings = ev.frozen and type(ev.frozen.warnings) == "table" and ev.frozen.warnings or {}
   ev:close()
   if not ok then
     if r == task_lib.CANCELLED then error(r, 0) end
-    return { status = "error", message = type(r) == "table" and r.message or tostring(r) }, scale
+    return { status = "error", message = type(r) == "table" and r.message or tostring(r) }, scale, warnings
   end
-  return r, scale
+  return r, scale, warnings
 end
 
 -- One task: {name, status, scale, seconds, peak_mb, message}.
@@ -127,11 +130,11 @@ local function check_one(dir, name, opts, peak)
   if not task then
     line.status, line.message = "error", "cannot load: " .. tostring(err and err.message)
   else
-    local done, r, scale = task_lib.timeout(opts.time_limit, evaluate, task, opts)
+    local done, r, scale, warnings = task_lib.timeout(opts.time_limit, evaluate, task, opts)
     if not done then
       line.status, line.message = "limit", string.format("ran past the time limit of %gs", opts.time_limit)
     else
-      line.status, line.message, line.scale = r.status, r.message, scale
+      line.status, line.message, line.scale, line.warnings = r.status, r.message, scale, warnings
       if r.kind == "memory_limit" or r.kind == "time_limit" or tostring(r.message):find("over its limit", 1, true)
           or tostring(r.message):find("past its limit", 1, true) then
         line.status = "limit"
@@ -151,11 +154,12 @@ end
 local function print_line(l, json)
   if json then
     io.stdout:write(cli.json { task = l.name, status = l.status, scale = l.scale, seconds = l.seconds,
-      peak_mb = l.peak_mb, message = l.message }, "\n")
+      peak_mb = l.peak_mb, message = l.message, warnings = l.warnings }, "\n")
   else
+    local warn = l.warnings and l.warnings[1] -- an ok whose tests cannot tell every wrong kernel says so
     io.stdout:write(string.format("%-52s %-13s %-6s %7.1f %7s  %s\n", l.name, l.status, scale_text(l.scale),
       l.seconds, l.peak_mb and string.format("%.0f", l.peak_mb) or "-",
-      l.status == "ok" and "" or first_line(l.message)))
+      l.status ~= "ok" and first_line(l.message) or warn and ("warning: " .. first_line(warn)) or ""))
   end
   io.stdout:flush()
 end

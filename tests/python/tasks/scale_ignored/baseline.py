@@ -1,6 +1,6 @@
 """A linear layer followed by a norm over one-element groups: every
 normalised value is 0, so the output (bias + y) * y ignores x and the
-weight at any size. It is frozen with a warning after two scales say so,
+weight at any size. It is frozen with a warning after three scales say so,
 not after trying them all."""
 
 import jax

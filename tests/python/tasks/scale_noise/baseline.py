@@ -2,8 +2,8 @@
 shape of computation): every sample's output is mean(beta) up to float
 rounding, whatever x is. Compared exactly, the rounding made the output
 look varied and dependent on x; within the suite's own tolerance it is
-constant at every size, so it is frozen with a warning after two scales
-say so."""
+constant at every size, so it is frozen with a warning after three
+scales say so."""
 
 import jax
 import jax.numpy as jnp
