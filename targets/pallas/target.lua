@@ -560,7 +560,7 @@ function M.widths_scales(tests_dir)
   if not f or type(rec.tier) == "string" then return out end
   while f > 1 do
     out[#out + 1] = { args = { "--scale-factor", tostring(f), "--scale-tier", "widths" }, slug = "f" .. f .. "widths",
-      label = "scale factor " .. f .. " (widths only)" }
+      label = M.scale_label(f, "widths") }
     f = f // 2
   end
   return out

@@ -8,14 +8,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 build=${MKENGINE_BUILD:-build}
-dir=${MK_BENCHMARKS:-}
-for d in ../shared/benchmarks ../../shared/benchmarks; do
-  [ -z "$dir" ] && [ -d "$d/jaxbench" ] && dir=$d
-done
-if [ -z "$dir" ] || [ ! -d "$dir/jaxbench" ]; then
-  echo "SKIP: no published benchmarks (set MK_BENCHMARKS to the folder holding jaxbench/ and maxkernel/)"
-  exit 77
-fi
+. tests/long/benchmarks_dir.sh "jaxbench/ and maxkernel/"
 rc=0
 for layout in jaxbench maxkernel; do
   echo "== $dir/$layout"

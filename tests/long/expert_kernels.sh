@@ -13,14 +13,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 build=${MKENGINE_BUILD:-build}
-dir=${MK_BENCHMARKS:-}
-for d in ../shared/benchmarks ../../shared/benchmarks; do
-  [ -z "$dir" ] && [ -d "$d/jaxbench" ] && dir=$d
-done
-if [ -z "$dir" ] || [ ! -d "$dir/jaxbench" ]; then
-  echo "SKIP: no published benchmarks (set MK_BENCHMARKS to the folder holding jaxbench/)"
-  exit 77
-fi
+. tests/long/benchmarks_dir.sh "jaxbench/"
 kernels=(
   8p_GEMM:expert:ok 8p_GEMM:expert_floor:unchecked 8p_GEMM:wrong:incorrect 8p_GEMM:oob:incorrect
   8p_GEMM:racy:incorrect 8p_GEMM:cheat:compile_error
