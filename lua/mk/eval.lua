@@ -504,7 +504,9 @@ end
 -- baseline, profile when asked.
 function Evaluation:run(tunables, do_tune)
   local first = self:try(nil)
-  if first.status ~= "ok" then return self:finish(fail(first.status, first.message, { log = first.log })) end
+  if first.status ~= "ok" then
+    return self:finish(fail(first.status, first.message, { log = first.log, reason = first.reason }))
+  end
   local build, tune = first.build, nil
   if do_tune then
     local best

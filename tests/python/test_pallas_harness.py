@@ -415,6 +415,36 @@ class TestCompare(unittest.TestCase):
         g[3, 3] += 0.02
         self.assertEqual(H.compare_outputs([g], [w], 1e-2, 1e-2)["reason"], "mismatch")
 
+    def test_a_float32_evaluation_of_the_reference_bounds_what_its_own_error_excuses(self):
+        import numpy as np
+        rng = np.random.default_rng(1)
+        hi = rng.normal(0, 1, (32, 32))
+        want = hi + rng.choice([-0.25, 0.25], (32, 1))  # a bf16 reference: a rounded mean off per row
+        got = hi + rng.normal(0, 1e-3, hi.shape)  # a float32 kernel
+        self.assertEqual(H.compare_outputs([got], [want], 1e-2, 1e-2)["reason"], "mismatch")
+        r = H.compare_outputs([got], [want], 1e-2, 1e-2, wide=[hi])
+        self.assertTrue(r["ok"], r["message"])
+        self.assertEqual(r["float32_values"], 32 * 32 - int(r["mismatches"]))
+        # off by more than twice the reference's own error: incorrect
+        r = H.compare_outputs([hi + 0.6], [want], 1e-2, 1e-2, wide=[hi])
+        self.assertEqual(r["reason"], "mismatch")
+        self.assertIn("from the reference evaluated in float32", r["message"])
+        # off everywhere by what the reference is off at its worst: its RMS error bounds it
+        r = H.compare_outputs([hi + 0.45], [want], 1e-2, 1e-2, wide=[hi])
+        self.assertTrue(r["ok"], r["message"])
+        r = H.compare_outputs([hi + 0.55], [want], 1e-2, 1e-2, wide=[hi])
+        self.assertFalse(r["ok"])
+        # a value the float32 evaluation has no finite answer for is not excused
+        hi2 = hi.copy()
+        hi2[0, 0] = np.nan
+        self.assertFalse(H.compare_outputs([got], [want], 1e-2, 1e-2, wide=[hi2])["ok"])
+
+    def test_scalar_outputs_compare(self):
+        import numpy as np
+        self.assertTrue(H.compare_outputs([np.float32(2.0)], [np.array(2.0)], 1e-3, 1e-3)["ok"])
+        self.assertEqual(H.compare_outputs([np.float32(3.0)], [np.array(2.0)], 1e-3, 1e-3)["reason"], "mismatch")
+        self.assertEqual(H.compare_outputs([np.array([2.0])], [np.array(2.0)], 1e-3, 1e-3)["reason"], "shape")
+
     def test_matching_nonfinite_expected_values(self):
         import numpy as np
         w = np.array([np.inf, -np.inf, np.nan, 1.0])
@@ -888,6 +918,83 @@ class TestScaleChosen(unittest.TestCase):
         r, code, _, _ = self.freeze("scale_mask", env={"MK_PALLAS_TIME_S": "0.5"})
         self.assertEqual((code, r["error"]["kind"]), (3, "time_limit"))
         self.assertIn("ran past its limit of 0.5 s", r["error"]["message"])
+
+
+@skip_unless(HAVE_JAX, "JAX not importable by %s: float32 reference tests skipped" % sys.executable)
+class TestFloat32Reference(unittest.TestCase):
+    """A bfloat16 reference's own error: a kernel computing in float32 that
+    is nearer the true output is correct, one further off than the
+    reference's error allows is not (tests/python/tasks/bf16_center)."""
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="mk-pallas-f32-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
+        cls.task = os.path.join(TASKS, "bf16_center")
+        cls.tests = os.path.join(cls.tmp, "tests")
+        cls.frozen, _, err = run_harness("freeze", "--task", cls.task, "--tests", cls.tests,
+                                         "--seeds", "0,1", "--heldout", "1001")
+        if cls.frozen["status"] != "ok":
+            raise AssertionError("freeze failed: %r %s" % (cls.frozen, err[-2000:]))
+
+    def evaluate(self, name, *extra, shift=None):
+        cand = os.path.join(CANDS, name + ".py")
+        if shift is not None:  # a twin of the kernel, off by a constant
+            with open(cand) as f:
+                src = f.read()
+            self.assertIn("\nSHIFT = 0.0", src)
+            cand = os.path.join(self.tmp, "shifted.py")
+            with open(cand, "w") as f:
+                f.write(src.replace("\nSHIFT = 0.0", "\nSHIFT = %r" % shift))
+        r, code, err = run_harness("test", "--task", self.task, "--candidate", cand,
+                                   "--tests", self.tests, "--interpret", "tpu", *extra)
+        self.assertEqual(code, 0, (r, err[-2000:]))
+        return r
+
+    def test_the_reference_in_float32_is_frozen_beside_every_case(self):
+        self.assertEqual([(c["id"], c["float32"]) for c in self.frozen["cases"]],
+                         [("s0", True), ("s1", True), ("h1001", True)])
+        self.assertEqual(self.frozen["warnings"], [])
+        H.verify_manifest(self.tests)  # the float32 outputs are under the manifest
+        import numpy as np
+        with open(os.path.join(self.tests, "expected", "s0.json")) as f:
+            emeta = json.load(f)
+        want = H.load_arrays(os.path.join(self.tests, "expected", "s0.npz"), emeta["outputs"], True)[0]
+        hi = H.load_arrays(os.path.join(self.tests, "expected", "s0.f32.npz"), emeta["float32"], True)[0]
+        self.assertEqual(emeta["outputs"][0]["dtype"], "bfloat16")
+        self.assertEqual(emeta["float32"][0]["dtype"], "float32")
+        # the reference is a rounded mean away from its float32 self: 0.25 at most
+        self.assertAlmostEqual(float(np.abs(want - hi).max()), 0.25, places=3)
+
+    def test_a_float32_kernel_nearer_the_truth_is_correct_on_search_and_heldout_cases(self):
+        r = self.evaluate("center_f32")
+        self.assertEqual(r["status"], "ok", r)
+        self.assertGreater(r["cases"][0].get("float32_values", 0), 0, r["cases"][0])
+        self.assertEqual(self.evaluate("center_f32", "--heldout-cases")["status"], "ok")
+
+    def test_a_kernel_further_off_than_the_references_own_error_is_incorrect(self):
+        # off by 0.75: more than twice the reference's own error (0.25) plus the tolerance
+        r = self.evaluate("center_f32", shift=0.75)
+        self.assertEqual((r["status"], r["reason"]), ("incorrect", "mismatch"), r)
+        self.assertIn("from the reference evaluated in float32", r["message"])
+
+    def test_a_reference_that_refuses_float32_is_frozen_with_a_warning(self):
+        task = os.path.join(self.tmp, "bf16_only")
+        os.makedirs(task)
+        with open(os.path.join(task, "baseline.py"), "w") as f:
+            f.write("import jax.numpy as jnp\nCONFIG = {'name': 'bf16_only', 'n': 64}\n"
+                    "def create_inputs(dtype=jnp.bfloat16):\n"
+                    "    return (jnp.linspace(1.0, 2.0, CONFIG['n'] * 8).reshape(CONFIG['n'], 8).astype(dtype),)\n"
+                    "def workload(x):\n"
+                    "    assert x.dtype == jnp.bfloat16, 'bfloat16 only'\n"
+                    "    return x * 3\n")
+        tests = os.path.join(self.tmp, "bf16_only_tests")
+        r, _, err = run_harness("freeze", "--task", task, "--tests", tests, "--seeds", "0", "--heldout", "")
+        self.assertEqual(r["status"], "ok", (r, err[-2000:]))
+        self.assertEqual(r["cases"][0]["float32"], False)
+        self.assertTrue(any(w.startswith("no float32 evaluation of the reference for case s0: the reference "
+                                         "fails in float32 (AssertionError: bfloat16 only") for w in r["warnings"]),
+                        r["warnings"])
+        self.assertFalse(os.path.exists(os.path.join(tests, "expected", "s0.f32.npz")))
 
 
 class Session:
