@@ -1778,6 +1778,11 @@ def freeze_plan(task, seeds, heldout, scale):
 
 NARROW_FLOATS = ("bfloat16", "float16") + tuple(n for n in _EXOTIC if n.startswith("float8"))
 WIDE_BUDGET_S = 60  # seconds a freeze may spend evaluating the reference in float32
+WIDE_AGREE = 0.25  # ... whose outputs must be within this relative RMS of the reference's own
+
+
+class WideRefused(ValueError):
+    """A float32 evaluation of the reference that is not kept."""
 
 
 def _narrow(x):
@@ -1792,12 +1797,25 @@ def reference_in_float32(jax, fn, dyn, outs):
     (compare_outputs `wide`). Raises when the reference refuses float32."""
     if not any(_narrow(x) for x in list(dyn) + list(outs)):
         return None
+    import numpy as np
     wide = [x.astype("float32") if _narrow(x) else x for x in dyn]
     res = [_to_numpy(o) for o in _leaves(jit_static(jax, fn, wide)(*wide))]
     if [r.shape for r in res] != [o.shape for o in outs]:
-        raise ValueError("its float32 outputs have shapes %s, not %s"
+        raise WideRefused("its float32 outputs have shapes %s, not %s"
                          % ([r.shape for r in res], [o.shape for o in outs]))
-    return [r.astype("float32") if r.dtype.kind == "f" else r for r in res]
+    res = [r.astype("float32") if r.dtype.kind == "f" else r for r in res]
+    # Rounding moves a result a little; a reference that does something else
+    # in float32 (a branch on its dtype) would excuse anything: not kept.
+    for k, (r, o) in enumerate(zip(res, outs)):
+        hi, lo = np.asarray(r, np.float64), np.asarray(o.astype("float32") if _narrow(o) else o, np.float64)
+        fin = np.isfinite(hi) & np.isfinite(lo)
+        if (np.isfinite(hi) != np.isfinite(lo)).any():
+            raise WideRefused("output %d is finite in one precision and not the other" % k)
+        size = float(np.sqrt(np.mean(np.square(hi[fin])))) if fin.any() else 0.0
+        off = float(np.sqrt(np.mean(np.square(hi[fin] - lo[fin])))) if fin.any() else 0.0
+        if off > WIDE_AGREE * size:
+            raise WideRefused("output %d is %.3g RMS from its own (RMS %.3g): more than rounding" % (k, off, size))
+    return res
 
 
 def freeze_case(jax, task, ref, dtype, tests, case, scale, wide=True):
@@ -1824,6 +1842,8 @@ def freeze_case(jax, task, ref, dtype, tests, case, scale, wide=True):
             try:
                 hi = reference_in_float32(jax, fn, dyn, outs)
                 wide_s = _clock() - t0
+            except WideRefused as e:
+                no_wide = "its float32 evaluation is not kept (%s)" % e
             except Exception as e:  # the reference's own code: any error means "not available"
                 no_wide = "the reference fails in float32 (%s)" % error_text(e, limit=200)
     h = hashlib.sha256()

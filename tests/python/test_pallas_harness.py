@@ -977,24 +977,26 @@ class TestFloat32Reference(unittest.TestCase):
         self.assertEqual((r["status"], r["reason"]), ("incorrect", "mismatch"), r)
         self.assertIn("from the reference evaluated in float32", r["message"])
 
-    def test_a_reference_that_refuses_float32_is_frozen_with_a_warning(self):
-        task = os.path.join(self.tmp, "bf16_only")
-        os.makedirs(task)
-        with open(os.path.join(task, "baseline.py"), "w") as f:
-            f.write("import jax.numpy as jnp\nCONFIG = {'name': 'bf16_only', 'n': 64}\n"
-                    "def create_inputs(dtype=jnp.bfloat16):\n"
-                    "    return (jnp.linspace(1.0, 2.0, CONFIG['n'] * 8).reshape(CONFIG['n'], 8).astype(dtype),)\n"
-                    "def workload(x):\n"
-                    "    assert x.dtype == jnp.bfloat16, 'bfloat16 only'\n"
-                    "    return x * 3\n")
-        tests = os.path.join(self.tmp, "bf16_only_tests")
-        r, _, err = run_harness("freeze", "--task", task, "--tests", tests, "--seeds", "0", "--heldout", "")
-        self.assertEqual(r["status"], "ok", (r, err[-2000:]))
-        self.assertEqual(r["cases"][0]["float32"], False)
-        self.assertTrue(any(w.startswith("no float32 evaluation of the reference for case s0: the reference "
-                                         "fails in float32 (AssertionError: bfloat16 only") for w in r["warnings"]),
-                        r["warnings"])
-        self.assertFalse(os.path.exists(os.path.join(tests, "expected", "s0.f32.npz")))
+    def test_a_reference_that_refuses_or_changes_in_float32_is_frozen_with_a_warning(self):
+        for name, body, why in (
+                ("bf16_only", "    assert x.dtype == jnp.bfloat16, 'bfloat16 only'\n    return x * 3\n",
+                 "the reference fails in float32 (AssertionError: bfloat16 only"),
+                ("by_dtype", "    return x * 3 if x.dtype == jnp.bfloat16 else -x\n",
+                 "its float32 evaluation is not kept (output 0 is ")):
+            task = os.path.join(self.tmp, name)
+            os.makedirs(task)
+            with open(os.path.join(task, "baseline.py"), "w") as f:
+                f.write("import jax.numpy as jnp\nCONFIG = {'name': '%s', 'n': 64}\n"
+                        "def create_inputs(dtype=jnp.bfloat16):\n"
+                        "    return (jnp.linspace(1.0, 2.0, CONFIG['n'] * 8).reshape(CONFIG['n'], 8).astype(dtype),)\n"
+                        "def workload(x):\n%s" % (name, body))
+            tests = os.path.join(self.tmp, name + "_tests")
+            r, _, err = run_harness("freeze", "--task", task, "--tests", tests, "--seeds", "0", "--heldout", "")
+            self.assertEqual(r["status"], "ok", (r, err[-2000:]))
+            self.assertEqual(r["cases"][0]["float32"], False)
+            self.assertTrue(any(w.startswith("no float32 evaluation of the reference for case s0: " + why)
+                                for w in r["warnings"]), r["warnings"])
+            self.assertFalse(os.path.exists(os.path.join(tests, "expected", "s0.f32.npz")))
 
 
 class Session:
