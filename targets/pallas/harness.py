@@ -1089,13 +1089,76 @@ def interpret_mode(jax, mode):
 VECTOR_CLOCK_SIZE = 16
 
 
+# What TPU interpret mode has simulated in this process: grid steps (its
+# grid_point_recorder) and DMAs started. A run that runs out of time tells
+# from it a kernel the interpreter is too slow for (still counting when it
+# was stopped) from one that hangs (a semaphore never signalled, a loop
+# without steps): ProgressFile.
+PROGRESS = {"steps": 0, "dmas": 0}
+
+
+def _count_step(token, *_):
+    PROGRESS["steps"] += 1
+    return token
+
+
+def _count_dmas():
+    """Count the DMAs TPU interpret mode starts (its dma_start, looked up
+    when a kernel is traced)."""
+    try:
+        from jax._src.pallas.mosaic.interpret import interpret_pallas_call as ipc
+    except ImportError:  # another JAX: no DMA count, steps still counted
+        return
+    orig = getattr(ipc, "dma_start", None)
+    if orig is None or getattr(orig, "_mk_count", False):
+        return
+
+    def dma_start(*a, **k):
+        PROGRESS["dmas"] += 1
+        return orig(*a, **k)
+    dma_start._mk_count = True
+    ipc.dma_start = dma_start
+
+
 def tpu_interpret_params():
     from jax.experimental.pallas import tpu as pltpu
+    _count_dmas()
     # DMAs run when started ("eager"), not at their wait: a copy never waited
     # for (an unguarded prefetch past the array's end) was never run nor
     # bounds-checked; the race detector still sees a read before the wait.
-    return pltpu.InterpretParams(detect_races=True, out_of_bounds_reads="raise", uninitialized_memory="nan",
-                                 vector_clock_size=VECTOR_CLOCK_SIZE, dma_execution_mode="eager")
+    params = dict(detect_races=True, out_of_bounds_reads="raise", uninitialized_memory="nan",
+                  vector_clock_size=VECTOR_CLOCK_SIZE, dma_execution_mode="eager")
+    try:
+        return pltpu.InterpretParams(grid_point_recorder=_count_step, **params)
+    except TypeError:  # a JAX without the recorder
+        return pltpu.InterpretParams(**params)
+
+
+class ProgressFile:
+    """While a run's calls go on, write DIR/progress.json ({"steps",
+    "dmas", "case", "call", "wall": time.time()}) each second the counts
+    moved, so that the engine can tell, when the run passes its limit,
+    whether the interpreter was still simulating the kernel."""
+
+    def __init__(self, outputs, period_s=1.0):
+        import threading
+        self.path, self.period_s, self.where = os.path.join(outputs, "progress.json"), period_s, {}
+        self.done = threading.Event()
+        threading.Thread(target=self._loop, name="mk-progress", daemon=True).start()
+
+    def _loop(self):
+        last = (PROGRESS["steps"], PROGRESS["dmas"])
+        while not self.done.wait(self.period_s):
+            now = (PROGRESS["steps"], PROGRESS["dmas"])
+            if now == last:
+                continue
+            last = now
+            with open(self.path + ".tmp", "w") as f:
+                json.dump(dict(PROGRESS, wall=time.time(), **self.where), f)
+            os.replace(self.path + ".tmp", self.path)
+
+    def close(self):
+        self.done.set()
 
 
 DEFAULT_CHIP = "TPU v6 lite"  # the emulated chip's device_kind (targets/pallas/tpu_chips.lua names it)
@@ -2023,6 +2086,14 @@ def cmd_run(a):
         return {"status": "rejected", "message": "kernel.py breaks the rules: %s" % e}
     except CandidateError as e:
         return candidate_failure(e, a.candidate)
+    progress = ProgressFile(a.outputs)
+    try:
+        return _run_cases(task, jax, a, mod, mode, cases, progress)
+    finally:
+        progress.close()
+
+
+def _run_cases(task, jax, a, mod, mode, cases, progress):
     ran, executables = [], {}
     own = {"compile_s": 0.0, "calls_s": 0.0}  # the candidate's own compile and run time
     for cid in cases:
@@ -2049,6 +2120,7 @@ def cmd_run(a):
         # a kernel that does the work only on some calls is caught.
         for call in ("first", "repeat"):
             poison_device(jax)
+            progress.where = {"case": cid, "call": call}
             try:
                 t0 = _clock()
                 out, verdict = call_checked(compiled, list(args), mode, a.candidate)

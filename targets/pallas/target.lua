@@ -763,8 +763,14 @@ end
 -- that were all correct make it `unchecked` (the interpreter is too slow
 -- on this CPU for the kernel's DMAs and steps: 7p's ragged paged attention
 -- copies ~8,700 pages a call), re-checked on a device worker when the run
--- has one; no call ended, and it stays `timeout` (a hang, or slower still).
-local function out_of_time(r, c, limit)
+-- has one. When no call ended, the run's progress file (harness
+-- ProgressFile: grid steps and DMAs the interpreter simulated) says
+-- whether it was still simulating the kernel when it was stopped (counts
+-- that moved within M.defaults.stalled_after s): `unchecked` again; else
+-- `timeout` (a hang: a semaphore never signalled, a loop without steps).
+M.defaults.stalled_after = 30
+
+local function out_of_time(r, c, limit, outputs)
   local done, total = math.tointeger(c.checked_calls) or 0, math.tointeger(c.calls) or 0
   if c.status == "incorrect" then
     c.checked = true
@@ -772,7 +778,16 @@ local function out_of_time(r, c, limit)
       tostring(c.message), done, done == 1 and "" or "s", limit)
     return c
   end
-  if c.status ~= "ok" or done == 0 then return r end
+  if c.status ~= "ok" then return r end
+  if done == 0 then
+    local p = read_json(outputs .. "/progress.json")
+    if type(p.wall) ~= "number" or os.time() - p.wall > M.defaults.stalled_after then return r end
+    return { status = "unchecked", correct = false, reason = "time", message = string.format(
+      "not checked on this machine: in interpret mode no call ended within the %g s limit, but the interpreter " ..
+      "was still simulating it when stopped (%d grid steps and %d DMAs, in case %s, %s call); re-checked on a " ..
+      "device worker when the run has one", limit, math.tointeger(p.steps) or 0, math.tointeger(p.dmas) or 0,
+      tostring(p.case), tostring(p.call)) }
+  end
   local secs = {}
   for _, s in ipairs(c.call_s or {}) do secs[#secs + 1] = string.format("%.0f", s) end
   return { status = "unchecked", correct = false, reason = "time", message = string.format(
@@ -816,7 +831,7 @@ function M.test(task, build, tests_dir, opts)
       local c = harness("check", pargs, { timeout = M.defaults.check_timeout, pool = "light", cpu = opts.cpu,
         build = build })
       check_s = check_s + (c.wall_s or 0)
-      return out_of_time(r, c, opts.timeout or task.timeout or M.defaults.timeout)
+      return out_of_time(r, c, opts.timeout or task.timeout or M.defaults.timeout, outputs)
     end
     if r.status ~= "ok" then return r end
     local c = harness("check", cargs, { timeout = M.defaults.check_timeout, pool = "light", cpu = opts.cpu,

@@ -1,11 +1,12 @@
 -- A Pallas run that runs out of time in interpret mode
 -- (targets/pallas/target.lua out_of_time): the outputs its calls left are
 -- checked; all correct makes it "unchecked" (re-checked on a device worker
--- when the run has one), one wrong makes it "incorrect", none at all
--- leaves it "timeout". Real JAX, TPU interpret mode on the CPU; the
--- kernel (tests/python/candidates/pallas_slow_case.py, and its twin off by
--- 0.5) never ends on the
--- 5 x 7 case of tests/python/tasks/tiny_rmsnorm, after four calls that end.
+-- when the run has one), one wrong makes it "incorrect"; when none ended,
+-- it is "unchecked" if the interpreter was still simulating the kernel,
+-- else "timeout". Real JAX, TPU interpret mode on the CPU; the kernel
+-- (tests/python/candidates/pallas_slow_case.py) never ends on the 5 x 7
+-- case of tests/python/tasks/tiny_rmsnorm, after four calls that end; its
+-- twins are wrong, never stuck but slow, or stuck from the start.
 local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
 local pallas = require("mk.eval.targets").get("pallas")
@@ -15,8 +16,19 @@ local CANDS = "tests/python/candidates"
 -- endless one need (seconds), so that a busy machine
 -- does not change the verdict
 local LIMIT = 45
+local SHORT = 20 -- ... and one where no call need end
 
-t.test("a run out of time is judged by the calls that ended", function()
+-- The kernel with `name = value` lines of its constants changed.
+local function twin(src, changes)
+  for name, value in pairs(changes) do
+    local n
+    src, n = src:gsub("\n" .. name .. " = [^\n]*", "\n" .. name .. " = " .. value)
+    t.eq(n, 1, name)
+  end
+  return src
+end
+
+t.test("a run out of time is judged by the calls that ended, or by the interpreter's progress", function()
   local py = os.getenv("MK_PYTHON") or pallas.default_python()
   t.ok(os.execute(py .. " -c 'import jax' >/dev/null 2>&1") == true, "JAX is not importable by " .. py)
   pallas.env = { MK_PALLAS_POISON_MB = "1", JAX_PLATFORMS = "cpu" }
@@ -25,20 +37,29 @@ t.test("a run out of time is judged by the calls that ended", function()
   local ev = require("mk.eval").new(task, { jobs = 2 })
   ev:freeze()
   local src = assert(fs.read(CANDS .. "/pallas_slow_case.py"))
-  local off, n = src:gsub("\nOFF = 0%.0", "\nOFF = 0.5") -- its twin: every output off by 0.5
-  t.eq(n, 1)
-  local ok = ev:evaluate(src, { tune = false })
-  local wrong = ev:evaluate(off, { tune = false })
+  local function evaluate(changes) return ev:evaluate(twin(src, changes), { tune = false }) end
   -- s0 and s1 (two calls each) ended and were correct; c0 never ends
-  t.eq(ok.status, "unchecked", ok.message)
-  t.eq(ok.correct, false)
-  t.eq(ok.reason, "time")
-  t.contains(ok.message, "ran past the " .. LIMIT .. " s limit after 4 of 6 calls, each correct")
-  t.contains(ok.message, "re-checked on a device worker")
+  local r = evaluate({})
+  t.eq(r.status, "unchecked", r.message)
+  t.eq(r.correct, false)
+  t.eq(r.reason, "time")
+  t.contains(r.message, "ran past the " .. LIMIT .. " s limit after 4 of 6 calls, each correct")
+  t.contains(r.message, "re-checked on a device worker")
   -- the same calls, wrong: a verdict, whatever the rest would have been
-  t.eq(wrong.status, "incorrect", wrong.message)
-  t.contains(wrong.message, "case s0 (first call")
-  t.contains(wrong.message, "before the run ran past its " .. LIMIT .. " s limit")
+  r = evaluate({ OFF = "0.5" })
+  t.eq(r.status, "incorrect", r.message)
+  t.contains(r.message, "case s0 (first call")
+  t.contains(r.message, "before the run ran past its " .. LIMIT .. " s limit")
+  -- no call ends: the interpreter's progress decides. A billion grid steps,
+  -- still being simulated when stopped: unchecked ...
+  task.timeout = SHORT
+  r = evaluate({ GRID = "10**9", HANG_COLS = "0" })
+  t.eq(r.status, "unchecked", r.message)
+  t.contains(r.message, "no call ended within the " .. SHORT .. " s limit, but the interpreter was still simulating")
+  t.contains(r.message, "in case s0, first call")
+  -- ... stuck before any grid step (a loop that never ends): a hang
+  r = evaluate({ HANG_COLS = "-1" })
+  t.eq(r.status, "timeout", r.message)
   ev:close()
   pallas.env = nil
 end)

@@ -1,12 +1,15 @@
 """tiny_rmsnorm as a Pallas kernel that never ends on one case's shape
-(the 5 x 7 test config): a stand-in for a kernel the interpreter is too
-slow for on this CPU. Its other calls end, and are correct; the run runs
-out of time (tests/lua/pallas_slow_test.lua)."""
+(HANG_COLS: the 5 x 7 test config): a stand-in for a kernel the
+interpreter is too slow for on this CPU. Its other calls end, and are
+correct; the run runs out of time. tests/lua/pallas_slow_test.lua makes
+its twins by changing the constants below."""
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-OFF = 0.0  # the test's wrong twin sets 0.5: its outputs are off too
+OFF = 0.0  # a twin sets 0.5: its outputs are off too
+HANG_COLS = 7  # the width of the inputs it never ends on (a twin: every width, -1)
+GRID = 1  # grid steps that each compute the whole output again (a twin: 10**9, slow but never stuck)
 
 
 def _kernel(x_ref, s_ref, o_ref):
@@ -22,6 +25,6 @@ def _forever(x):
 
 
 def workload(x, scale):
-    if x.shape[1] == 7:
+    if x.shape[1] == HANG_COLS or HANG_COLS < 0:
         x = _forever(x)
-    return pl.pallas_call(_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x, scale)
+    return pl.pallas_call(_kernel, grid=(GRID,), out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x, scale)
