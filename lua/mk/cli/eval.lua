@@ -43,8 +43,9 @@ task's content and this machine, and reused (verified) by the next eval.
 
 status is one of ok, compile_error, incorrect, timeout, crash, rejected,
 unchecked (a Pallas kernel made for sizes larger than this machine can check
-it at, or too slow for its interpreter here, its calls that ended correct:
-not a verdict on it; ranked below correct kernels).
+it at, or too slow for its interpreter here: the calls that ended correct,
+or still being simulated when stopped; not a verdict on it; ranked below
+correct kernels).
 Exit status: 0 when the candidate was evaluated (whatever the verdict),
 2 on a bad task or candidate path, 1 on an engine or machine failure (a
 full disk, a missing compiler, modified frozen tests: one line, no verdict).
