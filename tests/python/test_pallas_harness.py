@@ -1112,6 +1112,31 @@ class TestSession(unittest.TestCase):
         self.assertEqual(s.p.stdout.read(), b"", "nothing after the limit's message")
 
 
+@skip_unless(HAVE_JAX, "JAX not importable by %s: race detector tests skipped" % sys.executable)
+class TestRaceChecks(unittest.TestCase):
+    """The vectorised race checks (harness _fast_race_checks) replace the
+    pinned JAX's detector, and order clocks exactly as it does; the race
+    tests (TestPallasKernels, test_candidates_pallas) run through them."""
+
+    def test_installed_on_the_pinned_jax(self):
+        self.assertTrue(H._fast_race_checks(), "the pinned JAX's race detector changed shape: interpret "
+                        "mode's race checks are quadratic again (harness _fast_race_checks)")
+        from jax._src.pallas.mosaic.interpret import race_detection_state as rds
+        self.assertTrue(rds.RaceDetectionState._mk_fast)
+
+    def test_unordered_clocks_are_those_vector_clock_ordered_says_are_not(self):
+        import numpy as np
+        from jax._src.pallas.mosaic.interpret import vector_clock as vc
+        rng = np.random.default_rng(7)
+        rows = H._ClockRows(4)
+        clocks = [rng.integers(0, 3, 4).astype(np.int32) for _ in range(300)]  # many equal and ordered pairs
+        for c in clocks:
+            rows.add(c)
+        for probe in clocks[:40]:
+            want = [i for i, c in enumerate(clocks[:250]) if not vc.ordered(c, probe)]
+            self.assertEqual(rows.unordered(probe, 250).tolist(), want)
+
+
 class TestPallasKernels(unittest.TestCase):
     """The rmsnorm bank's Pallas kernels and purpose-written broken kernels,
     in TPU interpret mode (the default on a CPU backend): Mosaic lowering
