@@ -556,6 +556,14 @@ def save_arrays(path, arrays):
     return meta
 
 
+def write_json(path, obj):
+    """Write `obj` to `path` whole or not at all (through path.tmp), for a
+    reader that may come while a step is stopped mid-write."""
+    with open(path + ".tmp", "w") as f:
+        json.dump(obj, f)
+    os.replace(path + ".tmp", path)
+
+
 def load_arrays(path, meta, for_compare=False):
     import numpy as np
     with np.load(path, allow_pickle=False) as z:
@@ -1260,9 +1268,7 @@ class ProgressFile:
             if now == last:
                 continue
             last = now
-            with open(self.path + ".tmp", "w") as f:
-                json.dump(dict(PROGRESS, wall=time.time(), **self.where), f)
-            os.replace(self.path + ".tmp", self.path)
+            write_json(self.path, dict(PROGRESS, wall=time.time(), **self.where))
 
     def close(self):
         self.done.set()
@@ -1988,12 +1994,12 @@ def reference_in_float32(jax, fn, dyn, outs):
     return res
 
 
-def freeze_case(jax, task, ref, dtype, tests, case, scale, wide=True):
+def freeze_case(jax, task, ref, dtype, tests, case, scale, skip_wide=None):
     """Inputs and expected outputs of one case, written under `tests`
-    (with the reference evaluated in float32 beside them when `wide` and
-    its types are narrower); returns its cases.json entry, a digest of its
-    inputs, and {"s": seconds the float32 evaluation took, "why": why none
-    was frozen, or None}."""
+    (with the reference evaluated in float32 beside them when its types
+    are narrower, unless `skip_wide` says why not); returns its cases.json
+    entry, a digest of its inputs, and {"s": seconds the float32
+    evaluation took, "why": why none was frozen, or None}."""
     cid, seed, cfg, held = case
     no_wide, wide_s = None, 0.0
     with config_scope(ref, cfg):
@@ -2005,9 +2011,9 @@ def freeze_case(jax, task, ref, dtype, tests, case, scale, wide=True):
         fn = entry_fn(task, ref, statics)
         outs = [_to_numpy(o) for o in _leaves(jit_static(jax, fn, dyn)(*dyn))]
         hi = None
-        if wide is not True and any(_narrow(x) for x in list(dyn) + outs):
-            no_wide = wide or "skipped"
-        elif wide is True:
+        if skip_wide and any(_narrow(x) for x in list(dyn) + outs):
+            no_wide = skip_wide
+        elif not skip_wide:
             t0 = _clock()
             try:
                 hi = reference_in_float32(jax, fn, dyn, outs)
@@ -2051,8 +2057,8 @@ def cmd_freeze(a):
         PHASE["now"] = "freezing case %s (scale factor %d)" % (case[0], scale.f)
         # The float32 evaluation costs about what the case does: it is made
         # while the freeze's share of time for it lasts.
-        wide = True if wide_s < WIDE_BUDGET_S else "over the freeze's %d s for it" % WIDE_BUDGET_S
-        entry, key, w = freeze_case(jax, task, ref, dtype, a.tests, case, scale, wide)
+        skip = None if wide_s < WIDE_BUDGET_S else "over the freeze's %d s for it" % WIDE_BUDGET_S
+        entry, key, w = freeze_case(jax, task, ref, dtype, a.tests, case, scale, skip)
         wide_s += w["s"]
         if w["why"]:
             no_wide.append("%s: %s" % (entry["id"], w["why"]))
@@ -2244,10 +2250,7 @@ def _run_cases(task, jax, a, mod, mode, cases, progress):
             # each call's outputs as it ends: a run that runs out of time
             # leaves those it made for a check (check --present-only)
             ometa = save_arrays(os.path.join(a.outputs, "%s.%s.npz" % (cid, call)), outs)
-            with open(os.path.join(a.outputs, "%s.%s.json.tmp" % (cid, call)), "w") as f:
-                json.dump({"outputs": ometa, "call_s": call_s}, f)
-            os.replace(os.path.join(a.outputs, "%s.%s.json.tmp" % (cid, call)),
-                       os.path.join(a.outputs, "%s.%s.json" % (cid, call)))
+            write_json(os.path.join(a.outputs, "%s.%s.json" % (cid, call)), {"outputs": ometa, "call_s": call_s})
         ran.append(cid)
     res = {"status": "ok", "cases": ran, "interpret": mode, **own}
     if _CASE_HINTS:  # if `check` fails one of these cases first, the engine re-tests at a larger scale

@@ -753,10 +753,6 @@ function M.compile(task, files, workdir, opts)
   return build
 end
 
-local function interpreted(build)
-  return build.interpret == "tpu" or build.interpret == "plain"
-end
-
 -- The verdict on a run in interpret mode that ran out of time (`r`), from
 -- the check of the outputs its calls left (`c`, check --present-only): a
 -- wrong output is `incorrect` whatever the rest would have been; calls
@@ -823,20 +819,20 @@ function M.test(task, build, tests_dir, opts)
       sandbox = sandbox_for(task, build.workdir, opts, visible_inputs(dir)),
     })
     wall = wall + (r.wall_s or 0)
-    local cargs = task_args(task, { "--tests", dir, "--outputs", outputs })
-    if group == "heldout" then cargs[#cargs + 1] = "--heldout-cases" end
-    if r.status == "timeout" and interpreted(build) then
-      local pargs = { table.unpack(cargs) }
-      pargs[#pargs + 1] = "--present-only"
-      local c = harness("check", pargs, { timeout = M.defaults.check_timeout, pool = "light", cpu = opts.cpu,
+    local function check(present_only)
+      local cargs = task_args(task, { "--tests", dir, "--outputs", outputs })
+      if group == "heldout" then cargs[#cargs + 1] = "--heldout-cases" end
+      if present_only then cargs[#cargs + 1] = "--present-only" end
+      local c = harness("check", cargs, { timeout = M.defaults.check_timeout, pool = "light", cpu = opts.cpu,
         build = build })
       check_s = check_s + (c.wall_s or 0)
-      return out_of_time(r, c, opts.timeout or task.timeout or M.defaults.timeout, outputs)
+      return c
+    end
+    if r.status == "timeout" and build.timing_kind == "interpret" then
+      return out_of_time(r, check(true), opts.timeout or task.timeout or M.defaults.timeout, outputs)
     end
     if r.status ~= "ok" then return r end
-    local c = harness("check", cargs, { timeout = M.defaults.check_timeout, pool = "light", cpu = opts.cpu,
-      build = build })
-    check_s = check_s + (c.wall_s or 0)
+    local c = check(false)
     local failed
     for _, x in ipairs(c.cases or {}) do
       if x.ok == false then failed = failed or x.case end
@@ -879,9 +875,9 @@ end
 -- "interpret"): a few untraced calls show that the kernel runs, no more.
 M.interpret_timing = { warmup = 1, iters = 3, max_reps = 3, no_trace = true }
 
-local function timing_args(opts, a, by_interpreter)
+local function timing_args(opts, a, interpreted)
   a = a or {}
-  if by_interpreter then
+  if interpreted then
     local o = {}
     for k, v in pairs(opts) do o[k] = v end
     for k, v in pairs(M.interpret_timing) do o[k] = v end

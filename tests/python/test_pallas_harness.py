@@ -71,6 +71,15 @@ def run_harness(*args, env=None):
     return json.loads(lines[0]), p.returncode, p.stderr
 
 
+def frozen_suite(task, tests, seeds, heldout):
+    """Freeze `task` into `tests` (a class's set-up); its result, or an
+    AssertionError with the harness's error."""
+    r, _, err = run_harness("freeze", "--task", task, "--tests", tests, "--seeds", seeds, "--heldout", heldout)
+    if r["status"] != "ok":
+        raise AssertionError("freeze failed: %r %s" % (r, err[-2000:]))
+    return r
+
+
 class TestEnvironment(unittest.TestCase):
     def test_jax_is_importable(self):
         self.assertTrue(HAVE_JAX, "JAX is not importable by %s: run scripts/setup.sh (it installs the pinned "
@@ -502,11 +511,7 @@ class TestEndToEnd(unittest.TestCase):
         cls.addClassCleanup(shutil.rmtree, cls.tmp, True)  # also when setUpClass fails
         cls.task = os.path.join(TASKS, "tiny_rmsnorm")
         cls.tests = os.path.join(cls.tmp, "tests")
-        r, code, err = run_harness("freeze", "--task", cls.task, "--tests", cls.tests,
-                                   "--seeds", "0,1", "--heldout", "1001")
-        if r["status"] != "ok":
-            raise AssertionError("freeze failed: %r %s" % (r, err[-2000:]))
-        cls.frozen = r
+        cls.frozen = frozen_suite(cls.task, cls.tests, "0,1", "1001")
 
     def cand(self, name):
         return os.path.join(CANDS, name + ".py")
@@ -931,10 +936,7 @@ class TestFloat32Reference(unittest.TestCase):
         cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
         cls.task = os.path.join(TASKS, "bf16_center")
         cls.tests = os.path.join(cls.tmp, "tests")
-        cls.frozen, _, err = run_harness("freeze", "--task", cls.task, "--tests", cls.tests,
-                                         "--seeds", "0,1", "--heldout", "1001")
-        if cls.frozen["status"] != "ok":
-            raise AssertionError("freeze failed: %r %s" % (cls.frozen, err[-2000:]))
+        cls.frozen = frozen_suite(cls.task, cls.tests, "0,1", "1001")
 
     def evaluate(self, name, *extra, shift=None):
         cand = os.path.join(CANDS, name + ".py")
@@ -1044,9 +1046,7 @@ class TestSession(unittest.TestCase):
         cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
         cls.task = os.path.join(TASKS, "tiny_rmsnorm")
         cls.tests = os.path.join(cls.tmp, "tests")
-        r, _, err = run_harness("freeze", "--task", cls.task, "--tests", cls.tests, "--seeds", "0,1", "--heldout", "")
-        if r["status"] != "ok":
-            raise AssertionError("freeze failed: %r %s" % (r, err[-2000:]))
+        frozen_suite(cls.task, cls.tests, "0,1", "")
 
     def cand(self, name):
         return ["--task", self.task, "--candidate", os.path.join(CANDS, name + ".py")]
@@ -1147,17 +1147,10 @@ class TestPallasKernels(unittest.TestCase):
         cls.addClassCleanup(shutil.rmtree, cls.tmp, True)  # also when setUpClass fails
         cls.task = os.path.join(EXAMPLE, "rmsnorm")
         cls.tests = os.path.join(cls.tmp, "tests")
-        r, _, err = run_harness("freeze", "--task", cls.task, "--tests", cls.tests, "--seeds", "0",
-                                "--heldout", "")
-        if r["status"] != "ok":
-            raise AssertionError("freeze failed: %r %s" % (r, err[-2000:]))
-        cls.frozen = r
+        cls.frozen = frozen_suite(cls.task, cls.tests, "0", "")
         cls.tiny = os.path.join(TASKS, "tiny_rmsnorm")
         cls.tiny_tests = os.path.join(cls.tmp, "tiny")
-        r, _, err = run_harness("freeze", "--task", cls.tiny, "--tests", cls.tiny_tests, "--seeds", "0",
-                                "--heldout", "")
-        if r["status"] != "ok":
-            raise AssertionError("freeze failed: %r %s" % (r, err[-2000:]))
+        frozen_suite(cls.tiny, cls.tiny_tests, "0", "")
 
     def run_bank(self, name, *extra):
         r, _, _ = run_harness("test", "--task", self.task, "--candidate",
