@@ -19,6 +19,7 @@
 --- ends after its step (as before sessions) and none initialises JAX ahead.
 local fs = require "mk.fs"
 local cjson = require "cjson"
+local workdir = require "mk.services.workdir"
 
 local S = {}
 
@@ -35,7 +36,7 @@ local function stop(w)
   if w.stopped then return end
   w.stopped = true
   pcall(w.child.kill, w.child)
-  fs.rm_rf(w.dir)
+  workdir.release(w.dir, w.lock)
 end
 
 local function unbind(w)
@@ -55,7 +56,11 @@ end
 -- A new worker for pool `key` (spec: py, env, sb, light), or nil, err.
 local function start(T, key, spec)
   local proc = require "mk.proc"
-  local dir = fs.realpath(fs.tmpdir("mk-pallas-worker-"))
+  -- marked and locked (mk.services.workdir): one a killed engine left is
+  -- swept by the next engine's first evaluator
+  local made, lock = workdir.new("mk-pallas-worker")
+  if not made then return nil, lock end
+  local dir = fs.realpath(made)
   seq = seq + 1
   local argv = { spec.py, T.harness(), "worker", "--inbox", dir, "--idle", tostring(T.worker_idle), "--session" }
   if spec.light then
@@ -68,10 +73,10 @@ local function start(T, key, spec)
     argv = argv, env = spec.env, cwd = dir, sandbox = sandbox,
   })
   if not child then
-    fs.rm_rf(dir)
+    workdir.release(dir, lock)
     return nil, err
   end
-  return { child = child, dir = dir, seq = seq, key = key, light = spec.light }
+  return { child = child, dir = dir, lock = lock, seq = seq, key = key, light = spec.light }
 end
 
 -- Keep at most T.pool_max_idle idle workers of each kind (device, light):
@@ -173,13 +178,13 @@ end
 local function copy_files(from, to)
   for _, name in ipairs(fs.list(from) or {}) do
     local p = from .. "/" .. name
-    if not fs.isdir(p) then assert(fs.write(to .. "/" .. name, assert(fs.read(p)))) end
+    if not fs.isdir(p) and name ~= workdir.MARKER then assert(fs.write(to .. "/" .. name, assert(fs.read(p)))) end
   end
 end
 
 local function move_back(from, to)
   for _, name in ipairs(fs.list(from) or {}) do
-    if name ~= "step.stderr" then
+    if name ~= "step.stderr" and name ~= workdir.MARKER then
       fs.rm_rf(to .. "/" .. name)
       assert(fs.rename(from .. "/" .. name, to .. "/" .. name))
     end

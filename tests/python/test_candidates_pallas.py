@@ -304,6 +304,20 @@ class TestNoLeftoverProcesses(unittest.TestCase):
         gone = wait_for(lambda: not marked_processes(self.tmp), 60)
         self.assertTrue(gone, "harness processes alive 60 s after the engine was killed: %r"
                         % [cmdline(q)[:200] for q in marked_processes(self.tmp)])
+        # Their directories stay (nothing of the engine ran to remove them)
+        # until the next engine's first evaluator sweeps them; a directory
+        # of the same name without the held marker is not the engine's.
+        def worker_dirs():
+            return sorted(n for n in os.listdir(self.tmp) if n.startswith("mk-pallas-worker-"))
+        left = worker_dirs()
+        self.assertTrue(left, "the killed engine's workers had no directories under TMPDIR")
+        os.mkdir(os.path.join(self.tmp, "mk-pallas-worker-not-ours"))
+        c_task = os.path.join(ROOT, "tests", "tasks", "rmsnorm_small")
+        q = subprocess.run([self.ENGINE, "eval", c_task, os.path.join(c_task, "reference.c"), "--no-tune",
+                            "--no-profile", "--min-time", "0.01"], env=self.env, capture_output=True, text=True,
+                           timeout=300)
+        self.assertEqual(q.returncode, 0, q.stdout + q.stderr[-2000:])
+        self.assertEqual(worker_dirs(), ["mk-pallas-worker-not-ours"])
 
 if __name__ == "__main__":
     unittest.main()
