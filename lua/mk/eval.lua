@@ -275,7 +275,7 @@ function Evaluator:_compile(files, defines, acct)
   local dir = string.format("%s/builds/%04d", self.root, self.builds)
   local b = queued(acct, function(f) return self.jobs:with(function() return self:_shared(f) end) end, function()
     return self.target.compile(self.task, files, dir, { defines = defines, timeout = self.opts.compile_timeout,
-      cpu = acct and acct.cpu })
+      cpu = acct and acct.cpu, plain_ok = self.opts.plain_ok })
   end)
   -- the compile step's wall time (Pallas reports its XLA compile apart, as compile_s)
   if acct then
@@ -288,7 +288,7 @@ end
 function Evaluator:_test(build, group, acct)
   local r = queued(acct, function(f, ...) return self:_shared(f, ...) end, self.target.test, self.task, build,
     self.tests_dir, { group = group, timeout = self.opts.timeout, threads = self.opts.threads, mem_mb = self.opts.mem_mb,
-      scratch = self.scratch, cpu = acct and acct.cpu })
+      scratch = self.scratch, cpu = acct and acct.cpu, confirm = self.opts.confirm })
   if acct then
     acct.check_s = acct.check_s + (r.check_s or 0)
     acct.test_s = acct.test_s + math.max(0, (r.wall_s or 0) - (r.check_s or 0))
@@ -618,7 +618,8 @@ function Evaluator:heldout(files)
   end
   local r = self:_test(build, "heldout")
   if own and self.target.done then self.target.done(build) end
-  return { correct = r.status == "ok", status = verdict(r.status), message = r.message, cases = r.cases }
+  return { correct = r.status == "ok", status = verdict(r.status), message = r.message, cases = r.cases,
+    confirmed_at = r.confirmed_at, confirm_note = r.confirm_note, checked_at = r.checked_at }
 end
 
 -- Probes made ahead (targets with probe_prepare, e.g. C): the reference's

@@ -43,7 +43,7 @@ import sys
 import time
 import traceback
 
-HARNESS_VERSION = 2
+HARNESS_VERSION = 3
 MANIFEST = "manifest.sha256"
 STATUSES = ("ok", "compile_error", "incorrect", "timeout", "crash", "rejected")
 # ... and "rescale": no verdict at this (shrunk) test scale, see lower_checked
@@ -1746,6 +1746,110 @@ def exec_key(args, statics, config):
                       + [repr(statics), config], sort_keys=True, default=str)
 
 
+# --------------------------------------------------------------------------
+# Work inside and outside the Pallas kernels: a kernel whose plain-JAX part
+# does the reference's work (the reference called in disguise, a matmul in
+# jnp with a Pallas epilogue, a fallback "off TPU") is no Pallas kernel.
+# Counted on the traced jaxpr, in the same units for the reference (at
+# freeze) and the candidate: a contraction 2 x output x contracted size, a
+# convolution 2 x output x its kernel's size per output channel, any other
+# computation the size of its largest operand; moving data counts nothing.
+# --------------------------------------------------------------------------
+
+_MOVES = frozenset((
+    "reshape", "transpose", "broadcast_in_dim", "squeeze", "expand_dims", "slice", "dynamic_slice",
+    "dynamic_update_slice", "concatenate", "pad", "convert_element_type", "copy", "copy_p", "iota", "gather",
+    "rev", "device_put", "bitcast_convert_type", "stop_gradient", "get", "swap", "load", "store", "masked_load",
+    "masked_swap", "dma_start", "dma_wait", "semaphore_signal", "semaphore_wait", "semaphore_read", "program_id",
+    "num_programs", "run_scoped", "delay", "optimization_barrier"))
+
+
+def _size(v):
+    return math.prod(getattr(getattr(v, "aval", None), "shape", ()) or ())
+
+
+def _eqn_work(eqn):
+    name = eqn.primitive.name
+    if name in _MOVES:
+        return 0
+    if name == "dot_general":
+        (lc, _), _ = eqn.params["dimension_numbers"]
+        lhs = eqn.invars[0].aval.shape
+        return 2 * _size(eqn.outvars[0]) * math.prod(lhs[i] for i in lc)
+    if name == "conv_general_dilated":
+        rhs = eqn.invars[1].aval.shape
+        out_ch = rhs[eqn.params["dimension_numbers"].rhs_spec[0]]
+        return 2 * _size(eqn.outvars[0]) * (math.prod(rhs) // max(1, out_ch))
+    return max([_size(v) for v in list(eqn.invars) + list(eqn.outvars)] + [1])
+
+
+def _sub_jaxprs(eqn):
+    from jax.extend import core
+    for v in eqn.params.values():
+        for j in (v if isinstance(v, (list, tuple)) else [v]):
+            if isinstance(j, core.ClosedJaxpr):
+                yield j.jaxpr
+            elif isinstance(j, core.Jaxpr):
+                yield j
+
+
+def jaxpr_work(jaxpr, acc=None):
+    """{"plain": work outside pallas_calls, "pallas": work in their kernels
+    (a kernel's body times its grid steps), "calls": pallas_calls traced,
+    "top": {primitive: plain work}} of a jaxpr (a loop's body counted once
+    per scan step, once for a while loop; a cond's costliest branch)."""
+    acc = acc if acc is not None else {"plain": 0, "pallas": 0, "calls": 0, "top": {}}
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        if name == "pallas_call":
+            inner = jaxpr_work(eqn.params["jaxpr"])
+            grid = getattr(eqn.params.get("grid_mapping"), "grid", ()) or ()
+            steps = math.prod(g if isinstance(g, int) else 1 for g in grid)
+            acc["pallas"] += (inner["plain"] + inner["pallas"]) * steps
+            acc["calls"] += 1 + inner["calls"]
+            continue
+        subs = [jaxpr_work(j) for j in _sub_jaxprs(eqn)]
+        if subs:
+            if name == "cond":
+                subs = [max(subs, key=lambda w: w["plain"] + w["pallas"])]
+            mult = eqn.params.get("length", 1) if name == "scan" else 1
+            for w in subs:
+                acc["plain"] += w["plain"] * mult
+                acc["pallas"] += w["pallas"] * mult
+                acc["calls"] += w["calls"]
+                for k, v in w["top"].items():
+                    acc["top"][k] = acc["top"].get(k, 0) + v * mult
+            continue
+        w = _eqn_work(eqn)
+        acc["plain"] += w
+        if w:
+            acc["top"][name] = acc["top"].get(name, 0) + w
+    return acc
+
+
+def traced_work(jax, fn, args):
+    """jaxpr_work of fn traced at args' shapes (None when it cannot be)."""
+    specs = [jax.ShapeDtypeStruct(x.shape, x.dtype) if hasattr(x, "shape") else x for x in args]
+    try:
+        w = jaxpr_work(jit_static(jax, fn, args).trace(*specs).jaxpr.jaxpr)
+    except Exception:  # counting is best effort: a trace that fails is the compile's to report
+        return None
+    w["top"] = dict(sorted(w["top"].items(), key=lambda kv: -kv[1])[:3])
+    return w
+
+
+def case_work(tests_dir, cid, jax, fn, args):
+    """The candidate's work split at case cid, with the reference's work
+    frozen for that case ("reference"), for the engine's judgement."""
+    w = traced_work(jax, fn, args)
+    if w is not None and tests_dir and cid:
+        try:
+            w["reference"] = read_case(tests_dir, cid).get("reference_work")
+        except (OSError, ValueError):  # no frozen case of that id (bench inputs made anew)
+            pass
+    return w
+
+
 def lower_checked(jax, fn, args, a, mode, cid, key=None, own_sizes=None):
     """lower_and_compile for case `cid` of a.tests; raises Rescale instead of
     a verdict when the case is test-scaled and the kernel is made for larger
@@ -1756,11 +1860,13 @@ def lower_checked(jax, fn, args, a, mode, cid, key=None, own_sizes=None):
     scaled = case_is_scaled(getattr(a, "tests", None), cid)
     cache = _SESSION.get("exec") if key is not None else None
     if cache is not None and key in cache:
-        out, found = (cache[key][0], {"lower_s": 0.0, "compile_s": 0.0, "reused": True}), cache[key][1]
+        out = (cache[key][0], {"lower_s": 0.0, "compile_s": 0.0, "reused": True, "work": cache[key][2]})
+        found = cache[key][1]
     else:
         del _SCALE_HINTS[:]
         try:
             out = lower_and_compile(jax, fn, args, a.candidate, mode)
+            out[1]["work"] = case_work(getattr(a, "tests", None), cid, jax, fn, args)
         except CandidateError as e:
             if scaled and (_SCALE_HINTS or (e.phase == "lower" and own_check_raised(e.exc, a.candidate))):
                 raise Rescale(cid, "; ".join(_SCALE_HINTS) or "its own check raised: %s"
@@ -1772,7 +1878,7 @@ def lower_checked(jax, fn, args, a, mode, cid, key=None, own_sizes=None):
             raise
         found = list(dict.fromkeys(_SCALE_HINTS))
         if cache is not None:
-            cache[key] = (out[0], found)
+            cache[key] = (out[0], found, out[1].get("work"))
     hints = found if scaled else []
     if any(h.startswith("empty grid") for h in hints):  # its output is never written: no verdict here
         raise Rescale(cid, "; ".join(hints))
@@ -2010,6 +2116,7 @@ def freeze_case(jax, task, ref, dtype, tests, case, scale, skip_wide=None):
             raise HarnessError("bad_task", "static args must be JSON values to be frozen: %r" % (statics,))
         fn = entry_fn(task, ref, statics)
         outs = [_to_numpy(o) for o in _leaves(jit_static(jax, fn, dyn)(*dyn))]
+        ref_work = traced_work(jax, fn, dyn)
         hi = None
         if skip_wide and any(_narrow(x) for x in list(dyn) + outs):
             no_wide = skip_wide
@@ -2029,7 +2136,8 @@ def freeze_case(jax, task, ref, dtype, tests, case, scale, skip_wide=None):
     imeta = save_arrays(os.path.join(tests, "inputs", cid + ".npz"), arrays)
     with open(os.path.join(tests, "inputs", cid + ".json"), "w") as f:
         json.dump({"id": cid, "seed": seed, "config": cfg, "kinds": kinds, "inputs": imeta,
-                   "scalars": scalars, "statics": statics, "scale_factor": scale.f}, f)
+                   "scalars": scalars, "statics": statics, "scale_factor": scale.f,
+                   "reference_work": ref_work and ref_work["plain"] + ref_work["pallas"]}, f)
     ometa = save_arrays(os.path.join(tests, "expected", cid + ".npz"), outs)
     emeta = {"id": cid, "outputs": ometa}
     if hi is not None:

@@ -200,7 +200,36 @@ def plan(syms, f, tier=None):
             if scaled(v, f) != v and (tier != "widths" or WIDTH.search(k)):
                 out[part][k] = scaled(v, f)
     keep_ratios(out, syms, f)
+    keep_products(out, syms)
     return out
+
+
+def keep_products(out, syms):
+    """A size that is the product of two others at the task's sizes
+    (6p's max_seq_len 4096 = pages_per_seq 256 x page_size 16) stays their
+    product when the floor stopped one of them (page_size 8, not 1, at
+    factor 16): else the lengths would pass what the cache holds (256 keys
+    for 128) and a mask of the lengths never bite. Only products with a
+    stopped factor are recomputed (4096 = 64 x 64 of two unrelated sizes
+    divided alike stays divided), only products of lengths (a width or head
+    count times another is a coincidence as often as not: 15p's seq_len
+    4096 is its num_heads 16 x head_dim 256), and only when one pair
+    explains it."""
+    own = {k: v for part in ("config", "inputs") for k, v in syms[part].items()}
+    new = {k: out["config"].get(k, out["inputs"].get(k, v)) for k, v in own.items()}
+    f = out["factor"]
+    stopped = {k for k, v in own.items() if f > 1 and new[k] != max(1, v // f) and new[k] > v // f}
+    for part in ("config", "inputs"):
+        for k, v in syms[part].items():
+            if k in out["pinned"] or (out["tier"] == "widths" and not WIDTH.search(k)):
+                continue
+            pairs = [(b, c) for b in own for c in own if b < c and k not in (b, c) and own[b] * own[c] == v
+                     and (b in stopped or c in stopped) and not any(WIDTH.search(x) or HEADS.search(x)
+                                                                    for x in (b, c))]
+            if len(pairs) == 1:
+                b, c = pairs[0]
+                if new[b] * new[c] != new[k]:
+                    out[part][k] = new[b] * new[c]
 
 
 def keep_ratios(out, syms, f):
@@ -218,10 +247,17 @@ def keep_ratios(out, syms, f):
     if base == top or any(v % base for _, _, v in heads):
         return
     new_base = max(1, scaled(top, f) // (top // base))
+    new = {k: v // base * new_base for _, k, v in heads}
+    # One KV head hides which group a query head reads (a kernel reading
+    # KV head h % 8 instead of h // 8 is right with one): a count of 2 or
+    # more at the task's sizes stays at 2, the others as they were when
+    # they are still multiples of it (64/8 at factor 8: 8 per 2, not 8 per 1).
+    if new_base == 1 and base >= 2 and all(n % 2 == 0 for k, n in new.items() if n != 1):
+        new = {k: 2 if n == 1 else n for k, n in new.items()}
     for part, k, v in heads:
         out[part].pop(k, None)
-        if v // base * new_base != v:
-            out[part][k] = v // base * new_base
+        if new[k] != v:
+            out[part][k] = new[k]
 
 
 def factors(syms, target=TARGET):

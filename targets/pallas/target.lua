@@ -398,6 +398,7 @@ function M.load(dir)
     interpret = spec.interpret,
     test_scale = spec.test_scale,
     chip = spec.chip, -- the TPU a kernel sees in interpret mode (M.chip_kind)
+    plain_ok = spec.plain_ok, -- candidates may be plain JAX (M.not_a_kernel)
     python = r.python,
   }
   task.prompt_notes = string.format(
@@ -632,6 +633,92 @@ function M.escalate(task, tests_dir, step, base)
 end
 
 -- ---------------------------------------------------------------------------
+-- Confirmation: the held-out verdict re-checked at a larger scale
+-- ---------------------------------------------------------------------------
+
+--- A kernel can pass at the test scale and be wrong at the task's own
+--- sizes: a bug whose error grows with the sizes (an online softmax that
+--- does not rescale its running sum when the maximum grows, a last tile
+--- dropped) stays under the tolerance when there are few tiles, and a
+--- contracted size divided by the factor narrows the values (13p's logits
+--- at a 64th of the hidden size). A kernel that passed its held-out cases
+--- at the test scale is therefore run on them again at larger scales, each
+--- halving of the test scale's factor in turn, up to
+--- M.defaults.confirm_halvings of them, while the next run is estimated to
+--- take at most M.defaults.confirm_s (the last run's call seconds times
+--- the growth its calls showed from the scale before, at least 2; the
+--- first time, the ratio of the reference's FLOPs). A wrong output, a
+--- crash, a race or an out-of-bounds access at any of them is the verdict.
+--- A run out of time, a compile error or its own shape check raised
+--- (sizes it was not made for) ends the confirmation with the verdict of
+--- the largest scale passed, and a note saying so. Only in interpret mode
+--- (a device checks the task's own sizes), and never for a kernel already
+--- checked at a larger scale.
+M.defaults.confirm_halvings = 3
+M.defaults.confirm_s = 120
+
+local function scale_flops(dir)
+  local rec = read_json(dir .. "/cases.json").test_scale
+  return type(rec) == "table" and tonumber(rec.flops) or nil
+end
+
+--- The verdict at larger scales of a kernel whose held-out cases passed on
+--- `tests_dir`: `step(dir, limit)` runs and checks them on a suite (as
+--- M.test does), `last()` is the last run's answer ({calls_s, compile_s}).
+--- Returns {verdict = a failing result} or {label = the largest scale
+--- passed, note = why no larger one was checked, text = both in words};
+--- nil when the test scale is the task's own.
+function M.confirm(task, tests_dir, step, last)
+  local scales = M.larger_scales(task, tests_dir)
+  if #scales == 0 then return nil end -- the task's own sizes
+  local prev = { calls = tonumber(last().calls_s) or 0, flops = scale_flops(tests_dir), k = 0 }
+  local growth, label, refused
+  local function done(note)
+    local text = label and ("confirmed at " .. label) or "not confirmed"
+    return { label = label, note = note, text = note and (text .. " (" .. note .. ")") or text }
+  end
+  for k = 1, math.min(#scales, M.defaults.confirm_halvings) do
+    local s = scales[k]
+    if growth and prev.calls * growth ^ (k - prev.k) > M.defaults.confirm_s then
+      return done(string.format("%s not checked: estimated at %.0f s of calls", s.label,
+        prev.calls * growth ^ (k - prev.k)))
+    end
+    -- a scale whose reference cannot be frozen (a trivial output there) is passed over
+    local d, err = scaled_suite(task, tests_dir, s)
+    if not d then
+      refused = string.format("%s not checked: %s", s.label, tostring(err))
+      goto next
+    end
+    do
+      local flops = scale_flops(d)
+      local g = growth and growth ^ (k - prev.k)
+        or ((flops and prev.flops and prev.flops > 0) and flops / prev.flops or 2 ^ (k - prev.k))
+      local est = prev.calls * g + (tonumber(last().compile_s) or 0)
+      if est > M.defaults.confirm_s then
+        return done(string.format("%s not checked: estimated at %.0f s", s.label, est))
+      end
+      local r = step(d, math.max(3 * est, M.defaults.confirm_s))
+      if r.status == "ok" and r.checked then
+        label, refused = s.label, nil
+        local calls = tonumber(last().calls_s) or 0
+        growth = math.max(2, prev.calls > 0 and (calls / prev.calls) ^ (1 / (k - prev.k)) or 2)
+        prev = { calls = calls, flops = flops, k = k }
+      elseif r.status == "timeout" or r.status == "unchecked" or r.status == "rescale"
+        or r.status == "compile_error" then
+        return done(string.format("%s not checked: %s", s.label, tostring(r.message)))
+      else
+        r.message = string.format("at %s (the held-out cases re-checked at a larger scale than the test scale's): %s",
+          s.label, tostring(r.message))
+        r.checked_at = s.label
+        return { verdict = r }
+      end
+    end
+    ::next::
+  end
+  return done(refused)
+end
+
+-- ---------------------------------------------------------------------------
 -- Candidate steps
 -- ---------------------------------------------------------------------------
 
@@ -750,7 +837,41 @@ function M.compile(task, files, workdir, opts)
   build.device = r.device
   build.interpret = r.interpret
   build.timing_kind = r.timing
+  build.work = r.work
+  local why = build.status == "ok" and M.not_a_kernel(r.work, task, opts)
+  if why then build.status, build.kind, build.message = "rejected", "plain_jax", "kernel.py is no Pallas kernel: " .. why end
   return build
+end
+
+--- The Pallas target judges Pallas kernels: a candidate whose work is done
+--- by plain JAX (the reference's code in disguise, a matmul left to XLA
+--- behind a Pallas epilogue, a fallback taken "off TPU", which the CPU is)
+--- would be timed and ranked as one. Its compile step counts the work of
+--- the traced workload inside and outside its pallas_calls, in the units
+--- the freeze counted the reference's (harness jaxpr_work). Rejected:
+--- no pallas_call traced, or a plain-JAX part doing at least
+--- M.defaults.plain_work_limit of the reference's work. A task (task.plain_ok)
+--- or an evaluator (opts.plain_ok: the reference checked as a candidate)
+--- may allow plain JAX.
+M.defaults.plain_work_limit = 0.8
+
+--- Why a compile step's work split (`work`: {plain, pallas, calls, top,
+--- reference}) is no Pallas kernel, or nil.
+function M.not_a_kernel(work, task, opts)
+  if type(work) ~= "table" or task.plain_ok or (opts and opts.plain_ok) then return nil end
+  if (math.tointeger(work.calls) or 0) == 0 then
+    return "no pallas_call runs: its workload traced to plain JAX alone (a fallback taken off a TPU is no " ..
+      "exception: this target judges the Pallas kernels a TPU would run)"
+  end
+  local plain, ref = tonumber(work.plain) or 0, tonumber(work.reference)
+  if not ref or ref <= 0 or plain < M.defaults.plain_work_limit * ref then return nil end
+  local top = {}
+  for name, w in pairs(type(work.top) == "table" and work.top or {}) do top[#top + 1] = { name = name, w = w } end
+  table.sort(top, function(a, b) return a.w > b.w end)
+  for i, x in ipairs(top) do top[i] = string.format("%s %.0f%%", x.name, 100 * x.w / ref) end
+  return string.format("its plain-JAX part, outside every pallas_call, does %.0f%% as much work as the whole " ..
+    "reference (%s), its Pallas kernels %.0f%%: the work must be done by Pallas kernels", 100 * plain / ref,
+    #top > 0 and table.concat(top, ", ") or "?", 100 * (tonumber(work.pallas) or 0) / ref)
 end
 
 -- The verdict on a run in interpret mode that ran out of time (`r`), from
@@ -806,19 +927,20 @@ function M.test(task, build, tests_dir, opts)
   end
   local group = opts.group or "search"
   local outputs = build.workdir .. "/outputs-" .. group
-  local wall, check_s = 0, 0
+  local wall, check_s, last_run = 0, 0, {}
   -- run in one process, check in another; "rescale" when a scaled case whose
   -- blocks exceed its arrays fails the check (M.escalate re-tests it)
-  local function step(dir)
+  local function step(dir, limit)
     fs.rm_rf(outputs)
     fs.mkdirs(outputs)
     local extra = { "--tests", dir, "--outputs", outputs }
     if group == "heldout" then extra[#extra + 1] = "--heldout-cases" end
+    limit = limit or opts.timeout or task.timeout
     local r = device_harness("run", candidate_args(task, build, extra, opts), {
-      timeout = opts.timeout or task.timeout, cwd = build.workdir, cpu = opts.cpu, build = build,
+      timeout = limit, cwd = build.workdir, cpu = opts.cpu, build = build,
       sandbox = sandbox_for(task, build.workdir, opts, visible_inputs(dir)),
     })
-    wall = wall + (r.wall_s or 0)
+    wall, last_run = wall + (r.wall_s or 0), r
     local function check(present_only)
       local cargs = task_args(task, { "--tests", dir, "--outputs", outputs })
       if group == "heldout" then cargs[#cargs + 1] = "--heldout-cases" end
@@ -829,7 +951,7 @@ function M.test(task, build, tests_dir, opts)
       return c
     end
     if r.status == "timeout" and build.timing_kind == "interpret" then
-      return out_of_time(r, check(true), opts.timeout or task.timeout or M.defaults.timeout, outputs)
+      return out_of_time(r, check(true), limit or M.defaults.timeout, outputs)
     end
     if r.status ~= "ok" then return r end
     local c = check(false)
@@ -856,12 +978,21 @@ function M.test(task, build, tests_dir, opts)
       cases = {}, wall_s = wall + check_s, check_s = check_s, kind = c.kind, phase = c.phase, reason = c.reason,
       checked_at = note and build.checked_at or nil }
   end
+  local confirmed = group == "heldout" and c.status == "ok" and opts.confirm ~= false and used == tests_dir
+    and build.timing_kind == "interpret" and M.confirm(task, tests_dir, step, function() return last_run end) or nil
+  local v = confirmed and confirmed.verdict
+  if v then
+    return { status = v.status, correct = false, reason = v.reason, cases = {}, message = v.message,
+      wall_s = wall + check_s, check_s = check_s, kind = v.kind, phase = v.phase, checked_at = v.checked_at }
+  end
   local cases = {}
   for i, x in ipairs(c.cases or {}) do
     cases[i] = { id = x.case, call = x.call, ok = x.ok, message = x.message, reason = x.reason,
       max_abs_err = x.max_abs_err }
   end
+  if confirmed then c.message = tostring(c.message) .. "; " .. confirmed.text end
   return {
+    confirmed_at = confirmed and confirmed.label or nil, confirm_note = confirmed and confirmed.text or nil,
     status = c.status, correct = c.status == "ok", reason = c.reason, cases = cases,
     message = (c.status ~= "ok" and build.scale_note) and (build.scale_note .. ": " .. tostring(c.message)) or c.message,
     wall_s = wall + check_s, check_s = check_s, kind = c.kind,

@@ -22,6 +22,7 @@ local function setup()
   end
   local task = assert(require("mk.eval.targets").load_task(TINY))
   task.seeds, task.heldout_seeds = { 0 }, {}
+  task.plain_ok = true -- its candidates are plain JAX (pallas.not_a_kernel)
   local ev = require("mk.eval").new(task, { jobs = 1, bench = { min_reps = 3, max_reps = 3, warmup = 1 } })
   ev:freeze()
   ev:baseline()

@@ -178,7 +178,27 @@ t.test("freeze, compile, test, bench, profile, baseline end to end (real JAX)", 
   t.eq(again.fresh, false)
   t.eq(again.manifest_sha, f.manifest_sha)
 
+  -- plain JAX, or a pallas_call that only copies what plain JAX computed: no Pallas kernel
   local good = pallas.compile(task, { ["kernel.py"] = read(CANDS .. "/good.py") }, d .. "/good", { tests_dir = tests })
+  t.eq(good.status, "rejected", good.message)
+  t.contains(good.message, "kernel.py is no Pallas kernel: no pallas_call runs")
+  local deco = pallas.compile(task, { ["kernel.py"] = read(CANDS .. "/pallas_plain_work.py") }, d .. "/deco",
+    { tests_dir = tests })
+  t.eq(deco.status, "rejected", deco.message)
+  t.contains(deco.message, "its plain-JAX part, outside every pallas_call, does 100% as much work as the whole " ..
+    "reference (mul 50%, div 25%, reduce_sum 25%), its Pallas kernels 0%: the work must be done by Pallas kernels")
+  t.eq(deco.work.calls, 1)
+  t.eq(deco.work.pallas, 0, "a copy is no work")
+  t.ok(deco.work.plain >= deco.work.reference, "the reference's work, all of it in plain JAX")
+  -- the Pallas kernels of this project's bank are kernels
+  local rows = pallas.compile(task, { ["kernel.py"] = read("examples/tasks/pallas/rmsnorm/scripted/pallas_rows.py") },
+    d .. "/rows", { tests_dir = tests })
+  t.eq(rows.status, "ok", rows.message)
+  t.eq(rows.work.plain, 0)
+  t.ok(rows.work.pallas > 0.5 * rows.work.reference, rows.work.pallas)
+  -- a task (or an evaluator) may allow plain JAX: the rest of this test checks the harness with it
+  task.plain_ok = true
+  good = pallas.compile(task, { ["kernel.py"] = read(CANDS .. "/good.py") }, d .. "/good", { tests_dir = tests })
   t.eq(good.status, "ok", good.message)
   local r = pallas.test(task, good, tests)
   t.eq(r.status, "ok", r.message)
@@ -241,6 +261,7 @@ t.test("mk.eval evaluates a Pallas candidate: autotune keeps the correct configu
   t.ok(ok, why)
   local task = assert(require("mk.eval.targets").load_task(TINY))
   t.eq(task.target, "pallas")
+  task.plain_ok = true -- its candidates are plain JAX
   local ev = require("mk.eval").new(task, { jobs = 2, bench = { min_reps = 3, max_reps = 5, warmup = 1 } })
   local src = read(CANDS .. "/tunable_ok.py")
   local r = ev:evaluate(src, { profile = true })
@@ -269,6 +290,7 @@ t.test("with opts.sandbox a candidate runs under bubblewrap without the expected
   if not sb.available() then e2e_teardown(); return t.skip("bubblewrap cannot run here") end
   local task = assert(pallas.load(TINY))
   task.seeds, task.heldout_seeds = { 0 }, {}
+  task.plain_ok = true -- good.py is plain JAX
   local d = t.tmpdir("mk-pallas-")
   local tests = d .. "/tests"
   t.eq(pallas.freeze(task, tests).status, "ok")

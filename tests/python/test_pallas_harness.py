@@ -729,6 +729,17 @@ class TestTestScale(unittest.TestCase):
         self.assertEqual(p["config"], {"rows": 256, "cols": 8})
         self.assertEqual(p["inputs"], {"#4096": 128})
 
+    def test_a_product_of_two_sizes_stays_their_product_when_the_floor_stops_one(self):
+        # 6p: max_seq_len = pages_per_seq x page_size; at factor 16 page_size
+        # stops at 8, so the lengths follow the cache (128), not 4096 / 16
+        six = {"config": {"num_seqs": 64, "max_seq_len": 4096, "head_dim": 128, "page_size": 16,
+                          "pages_per_seq": 256}, "inputs": {}, "pinned": {}}
+        p = SC.plan(six, 16)["config"]
+        self.assertEqual((p["pages_per_seq"], p["page_size"], p["max_seq_len"]), (16, 8, 128))
+        # no stopped factor: divided as any size (4096 / 16), 64 x 64 being no relation
+        two = {"config": {"a": 64, "b": 64, "n": 4096}, "inputs": {}, "pinned": {}}
+        self.assertEqual(SC.plan(two, 4)["config"], {"a": 16, "b": 16, "n": 1024})
+
     def test_factors_go_from_small_sizes_to_the_tasks_own_then_smaller(self):
         syms = {"config": {"rows": 8192}, "inputs": {}}
         self.assertEqual(SC.factors(syms, 256), [32, 16, 8, 4, 2, 1, 64, 128, 256, 512, 1024])
@@ -746,13 +757,17 @@ class TestTestScale(unittest.TestCase):
         syms = SC.symbols("CONFIG = {}\n", "create_inputs", {"num_q_heads": 64, "num_kv_heads": 8, "head_dim": 128,
                                                               "max_seqs": 64}, "workload")
         self.assertEqual(syms["config"]["num_kv_heads"], 8)  # a head count is a symbol below the floor too
-        self.assertEqual(SC.plan(syms, 16)["config"], {"num_q_heads": 8, "num_kv_heads": 1, "head_dim": 8,
+        # two KV heads, not one: with one, a kernel reading the wrong KV group is right
+        self.assertEqual(SC.plan(syms, 16)["config"], {"num_q_heads": 8, "num_kv_heads": 2, "head_dim": 8,
                                                        "max_seqs": 8})
         self.assertEqual(SC.plan(syms, 2, "widths")["config"], {"num_q_heads": 32, "num_kv_heads": 4,
                                                                 "head_dim": 64})
-        # 128 per 8 at factor 64 (2p): 16 per 1
+        # 128 per 8 at factor 64 (2p): 16 per 2, not 16 per 1
         two = {"config": {"num_query_heads": 128, "num_kv_heads": 8}, "inputs": {}, "pinned": {}}
-        self.assertEqual(SC.plan(two, 64)["config"], {"num_query_heads": 16, "num_kv_heads": 1})
+        self.assertEqual(SC.plan(two, 64)["config"], {"num_query_heads": 16, "num_kv_heads": 2})
+        # an odd query count keeps one KV head (it must stay a multiple)
+        self.assertEqual(SC.plan({"config": {"q_heads": 40, "kv_heads": 8}, "inputs": {}}, 8)["config"],
+                         {"q_heads": 5, "kv_heads": 1})
         # equal counts, or counts with no integer ratio, are scaled as any size
         self.assertEqual(SC.plan({"config": {"q_heads": 32, "kv_heads": 32}, "inputs": {}}, 2)["config"],
                          {"q_heads": 16, "kv_heads": 16})

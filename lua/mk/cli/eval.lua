@@ -14,7 +14,7 @@ local util = require("mk.services.util")
 local M = {
   summary = "evaluate one candidate kernel file against a task",
   usage = "usage: mkengine eval TASK_DIR CANDIDATE_FILE [--json] [--timeout S] [--no-tune] [--no-profile] "
-    .. "[--threads N] [--tests-dir DIR] [--min-time S] [--workers FILE] [--keep] [--fresh]",
+    .. "[--threads N] [--tests-dir DIR] [--min-time S] [--workers FILE] [--keep] [--fresh] [--no-confirm]",
   help = [[
 Compiles CANDIDATE_FILE for the task in TASK_DIR, checks it on the frozen
 tests, autotunes `mk:tune` parameters, times it at the benchmark size
@@ -29,7 +29,9 @@ task's content and this machine, and reused (verified) by the next eval.
                  queue_s, setup_s, engine_s, wall_s), device_s, cpu_s
                  (CPU seconds of its processes), baseline_cached;
                  checked_at, timed_at, baseline_timed_at when a kernel
-                 was checked at a larger scale than the test scale
+                 was checked at a larger scale than the test scale;
+                 heldout.confirmed_at / confirm_note: the larger scale
+                 its held-out cases passed at too, or why not (pallas)
   --timeout S    time limit of each candidate process (default: the task's)
   --no-tune      ignore mk:tune lines
   --no-profile   skip the profile
@@ -40,6 +42,8 @@ task's content and this machine, and reused (verified) by the next eval.
   --keep         keep the temporary directory (its path is printed)
   --fresh        freeze the tests and measure the baseline anew (a temporary
                  directory; the cache is neither read nor written)
+  --no-confirm   (pallas, interpret mode) do not re-check the held-out cases
+                 at a larger scale than the test scale
 
 status is one of ok, compile_error, incorrect, timeout, crash, rejected,
 unchecked (a Pallas kernel made for sizes larger than this machine can check
@@ -58,7 +62,7 @@ local function num(v) return type(v) == "number" and v or nil end
 -- The options, the task and the candidate's source; bad input exits 2.
 local function read_inputs(args)
   local opts, pos = cli.parse(args, {
-    flags = { json = true, no_tune = true, no_profile = true, keep = true, fresh = true },
+    flags = { json = true, no_tune = true, no_profile = true, keep = true, fresh = true, no_confirm = true },
     options = { timeout = "number", threads = "number", tests_dir = "string", min_time = "number",
       workers = "string" },
   }, M.usage)
@@ -84,6 +88,8 @@ local function evaluate(ev, task, src, opts)
     if not h.correct then
       res.status, res.correct = h.status, false
       res.message = "passed the search tests but failed the held-out tests: " .. h.message
+    elseif h.confirm_note then -- pallas: re-checked at a larger scale, or why not
+      res.message = res.message .. "; held-out cases " .. h.confirm_note
     end
   end
   return res
@@ -122,7 +128,10 @@ local function json_result(r, task, candidate, ev)
     out.profile = cjson.null
   end
   if r.tune then out.tune = { params = r.tune.params, tried = r.tune.tried, space = r.tune.space } end
-  if r.heldout then out.heldout = { correct = r.heldout.correct, status = r.heldout.status } end
+  if r.heldout then
+    out.heldout = { correct = r.heldout.correct, status = r.heldout.status, confirmed_at = r.heldout.confirmed_at,
+      confirm_note = r.heldout.confirm_note, checked_at = r.heldout.checked_at }
+  end
   return cli.json(out)
 end
 
@@ -150,6 +159,7 @@ function M.run(args)
     bench = { min_time = opts.min_time }, keep = opts.keep,
     suite_cache = not opts.fresh, baseline_cache = not opts.fresh,
     probe_stock = false, -- one candidate: nothing to make probes ahead for
+    confirm = not opts.no_confirm,
   })
   local ok, r = pcall(evaluate, ev, task, src, opts)
   if opts.keep and ok then io.stderr:write("mkengine eval: kept ", ev.root, "\n") end
