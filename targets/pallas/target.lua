@@ -647,7 +647,8 @@ end
 --- M.defaults.confirm_halvings of them, while the next run is estimated to
 --- take at most M.defaults.confirm_s (the last run's call seconds times
 --- the growth its calls showed from the scale before, at least 2; the
---- first time, the ratio of the reference's FLOPs). A wrong output, a
+--- first time, the ratio of the reference's FLOPs) and to end within
+--- M.defaults.confirm_total_s of the confirmation's start. A wrong output, a
 --- crash, a race or an out-of-bounds access at any of them is the verdict.
 --- A run out of time, a compile error or its own shape check raised
 --- (sizes it was not made for) ends the confirmation with the verdict of
@@ -656,6 +657,7 @@ end
 --- checked at a larger scale.
 M.defaults.confirm_halvings = 3
 M.defaults.confirm_s = 120
+M.defaults.confirm_total_s = 300 -- s all of one kernel's confirmation may take, freezes included
 
 local function scale_flops(dir)
   local rec = read_json(dir .. "/cases.json").test_scale
@@ -672,7 +674,7 @@ function M.confirm(task, tests_dir, step, last)
   local scales = M.larger_scales(task, tests_dir)
   if #scales == 0 then return nil end -- the task's own sizes
   local prev = { calls = tonumber(last().calls_s) or 0, flops = scale_flops(tests_dir), k = 0 }
-  local growth, label, refused
+  local growth, label, refused, started = nil, nil, nil, os.time()
   local function done(note)
     local text = label and ("confirmed at " .. label) or "not confirmed"
     return { label = label, note = note, text = note and (text .. " (" .. note .. ")") or text }
@@ -696,6 +698,9 @@ function M.confirm(task, tests_dir, step, last)
       local est = prev.calls * g + (tonumber(last().compile_s) or 0)
       if est > M.defaults.confirm_s then
         return done(string.format("%s not checked: estimated at %.0f s", s.label, est))
+      elseif os.time() - started + est > M.defaults.confirm_total_s then
+        return done(string.format("%s not checked: estimated at %.0f s, past the confirmation's %d s", s.label, est,
+          M.defaults.confirm_total_s))
       end
       local r = step(d, math.max(3 * est, M.defaults.confirm_s))
       if r.status == "ok" and r.checked then
