@@ -651,8 +651,10 @@ end
 --- M.defaults.confirm_total_s of the confirmation's start. A wrong output, a
 --- crash, a race or an out-of-bounds access at any of them is the verdict.
 --- A run out of time, a compile error or its own shape check raised
---- (sizes it was not made for) ends the confirmation with the verdict of
---- the largest scale passed, and a note saying so. Only in interpret mode
+--- (sizes it was not made for), or the machine's limits (a harness error
+--- such as its memory limit, a process killed from outside) end the
+--- confirmation with the verdict of the largest scale passed, and a note
+--- saying so. Only in interpret mode
 --- (a device checks the task's own sizes), and never for a kernel already
 --- checked at a larger scale.
 M.defaults.confirm_halvings = 3
@@ -709,7 +711,9 @@ function M.confirm(task, tests_dir, step, last)
         growth = math.max(2, prev.calls > 0 and (calls / prev.calls) ^ (1 / (k - prev.k)) or 2)
         prev = { calls = calls, flops = flops, k = k }
       elseif r.status == "timeout" or r.status == "unchecked" or r.status == "rescale"
-        or r.status == "compile_error" then
+        or r.status == "compile_error" or r.status == "error" or (r.status == "crash" and not r.phase) then
+        -- ... or the machine's limits at the larger sizes (a memory limit, a
+        -- process killed): no verdict on the kernel
         return done(string.format("%s not checked: %s", s.label, tostring(r.message)))
       else
         r.message = string.format("at %s (the held-out cases re-checked at a larger scale than the test scale's): %s",
