@@ -22,6 +22,9 @@ kernels=(
   1p_Flash_Attention:racy:incorrect 1p_Flash_Attention:cheat:rejected maxkernel/1p_Flash_Attention:expert:ok
   4p_Sparse_Attention:expert:ok 4p_Sparse_Attention:wrong:incorrect
   7p_Ragged_Paged_Attention:expert:ok 7p_Ragged_Paged_Attention:wrong:incorrect
+  13p_Cross_Entropy:expert:ok 13p_Cross_Entropy:wrong:incorrect 13p_Cross_Entropy:cheat:rejected
+  maxkernel/29k_Matmul_Swish_Sum_GroupNorm:expert:ok maxkernel/29k_Matmul_Swish_Sum_GroupNorm:racy:incorrect
+  maxkernel/29k_Matmul_Swish_Sum_GroupNorm:cheat:rejected
 )
 [ $# -gt 0 ] && kernels=("$@")
 rc=0
