@@ -1783,21 +1783,12 @@ def _eqn_work(eqn):
     return max([_size(v) for v in list(eqn.invars) + list(eqn.outvars)] + [1])
 
 
-def _sub_jaxprs(eqn):
-    from jax.extend import core
-    for v in eqn.params.values():
-        for j in (v if isinstance(v, (list, tuple)) else [v]):
-            if isinstance(j, core.ClosedJaxpr):
-                yield j.jaxpr
-            elif isinstance(j, core.Jaxpr):
-                yield j
-
-
 def jaxpr_work(jaxpr, acc=None):
     """{"plain": work outside pallas_calls, "pallas": work in their kernels
     (a kernel's body times its grid steps), "calls": pallas_calls traced,
     "top": {primitive: plain work}} of a jaxpr (a loop's body counted once
     per scan step, once for a while loop; a cond's costliest branch)."""
+    from jax.extend.core import jaxprs_in_params
     acc = acc if acc is not None else {"plain": 0, "pallas": 0, "calls": 0, "top": {}}
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
@@ -1808,7 +1799,7 @@ def jaxpr_work(jaxpr, acc=None):
             acc["pallas"] += (inner["plain"] + inner["pallas"]) * steps
             acc["calls"] += 1 + inner["calls"]
             continue
-        subs = [jaxpr_work(j) for j in _sub_jaxprs(eqn)]
+        subs = [jaxpr_work(j) for j in jaxprs_in_params(eqn.params)]
         if subs:
             if name == "cond":
                 subs = [max(subs, key=lambda w: w["plain"] + w["pallas"])]

@@ -217,15 +217,14 @@ def keep_products(out, syms):
     explains it."""
     own = {k: v for part in ("config", "inputs") for k, v in syms[part].items()}
     new = {k: out["config"].get(k, out["inputs"].get(k, v)) for k, v in own.items()}
-    f = out["factor"]
-    stopped = {k for k, v in own.items() if f > 1 and new[k] != max(1, v // f) and new[k] > v // f}
+    stopped = {k for k, v in own.items() if new[k] > max(1, v // out["factor"])}
+    lengths = [k for k in own if not (WIDTH.search(k) or HEADS.search(k))]
+    factor_pairs = [(b, c) for b in lengths for c in lengths if b < c and (b in stopped or c in stopped)]
     for part in ("config", "inputs"):
         for k, v in syms[part].items():
             if k in out["pinned"] or (out["tier"] == "widths" and not WIDTH.search(k)):
                 continue
-            pairs = [(b, c) for b in own for c in own if b < c and k not in (b, c) and own[b] * own[c] == v
-                     and (b in stopped or c in stopped) and not any(WIDTH.search(x) or HEADS.search(x)
-                                                                    for x in (b, c))]
+            pairs = [(b, c) for b, c in factor_pairs if k not in (b, c) and own[b] * own[c] == v]
             if len(pairs) == 1:
                 b, c = pairs[0]
                 if new[b] * new[c] != new[k]:
@@ -252,7 +251,7 @@ def keep_ratios(out, syms, f):
     # KV head h % 8 instead of h // 8 is right with one): a count of 2 or
     # more at the task's sizes stays at 2, the others as they were when
     # they are still multiples of it (64/8 at factor 8: 8 per 2, not 8 per 1).
-    if new_base == 1 and base >= 2 and all(n % 2 == 0 for k, n in new.items() if n != 1):
+    if new_base == 1 and base >= 2 and all(n % 2 == 0 for n in new.values() if n != 1):
         new = {k: 2 if n == 1 else n for k, n in new.items()}
     for part, k, v in heads:
         out[part].pop(k, None)

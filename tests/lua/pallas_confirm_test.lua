@@ -8,6 +8,7 @@
 local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
 local pallas = require("mk.eval.targets").get("pallas")
+local cpu = dofile("tests/lua/lib/pallas_cpu.lua")
 
 local CANDS = "tests/python/candidates"
 
@@ -25,15 +26,8 @@ local function kernels()
   return good, bad
 end
 
-local function setup()
-  local py = os.getenv("MK_PYTHON") or pallas.default_python()
-  if os.execute(py .. " -c 'import jax' >/dev/null 2>&1") ~= true then return nil, "JAX is not importable by " .. py end
-  pallas.env = { MK_PALLAS_POISON_MB = "1", JAX_PLATFORMS = "cpu" }
-  return true
-end
-
 t.test("a bug that shows only at larger sizes fails the held-out check there; a right kernel is confirmed", function()
-  local ok, why = setup()
+  local ok, why = cpu.setup(pallas)
   t.ok(ok, why)
   local task = assert(require("mk.eval.targets").load_task("tests/python/tasks/big_blocks"))
   task.seeds, task.heldout_seeds = { 0 }, { 1001 }
@@ -70,7 +64,7 @@ t.test("a bug that shows only at larger sizes fails the held-out check there; a 
   t.eq(h.confirmed_at, nil)
   t.matches(h.confirm_note, "^not confirmed %(scale factor 2 not checked: estimated at %d+ s%)$")
   ev3:close()
-  pallas.env = nil
+  cpu.teardown(pallas)
 end)
 
 return t.run()

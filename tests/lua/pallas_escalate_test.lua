@@ -6,21 +6,11 @@
 local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
 local pallas = require("mk.eval.targets").get("pallas")
+local cpu = dofile("tests/lua/lib/pallas_cpu.lua")
 
 local CANDS = "tests/python/candidates"
 
 local function read(p) return assert(fs.read(p)) end
-
-local function e2e_setup()
-  local py = os.getenv("MK_PYTHON") or pallas.default_python()
-  if os.execute(py .. " -c 'import jax' >/dev/null 2>&1") ~= true then return nil, "JAX is not importable by " .. py end
-  pallas.env = { MK_PALLAS_POISON_MB = "1", JAX_PLATFORMS = "cpu" }
-  return true
-end
-
-local function e2e_teardown()
-  pallas.env = nil
-end
 
 t.test("larger scales double the recorded cap up to the task's own sizes, or halve the factor", function()
   local d = t.tmpdir("mk-pallas-scales-")
@@ -55,7 +45,7 @@ t.test("larger scales double the recorded cap up to the task's own sizes, or hal
 end)
 
 t.test("kernels tiled for the task's sizes are checked at a larger scale, never blamed at the test scale", function()
-  local ok, why = e2e_setup()
+  local ok, why = cpu.setup(pallas)
   t.ok(ok, why)
   local task = assert(require("mk.eval.targets").load_task("tests/python/tasks/big_blocks"))
   task.seeds, task.heldout_seeds = { 0, 1 }, { 1001 }
@@ -112,7 +102,7 @@ t.test("kernels tiled for the task's sizes are checked at a larger scale, never 
   t.eq(r.correct, false)
   t.contains(r.message, "the reference could not be frozen")
   ev2:close()
-  e2e_teardown()
+  cpu.teardown(pallas)
 end)
 
 return t.run()

@@ -10,6 +10,7 @@
 local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
 local pallas = require("mk.eval.targets").get("pallas")
+local cpu = dofile("tests/lua/lib/pallas_cpu.lua")
 
 local CANDS = "tests/python/candidates"
 -- seconds a run may take: several times what the four calls before the
@@ -29,9 +30,7 @@ local function twin(src, changes)
 end
 
 t.test("a run out of time is judged by the calls that ended, or by the interpreter's progress", function()
-  local py = os.getenv("MK_PYTHON") or pallas.default_python()
-  t.ok(os.execute(py .. " -c 'import jax' >/dev/null 2>&1") == true, "JAX is not importable by " .. py)
-  pallas.env = { MK_PALLAS_POISON_MB = "1", JAX_PLATFORMS = "cpu" }
+  t.ok(cpu.setup(pallas))
   local task = assert(require("mk.eval.targets").load_task("tests/python/tasks/tiny_rmsnorm"))
   task.seeds, task.heldout_seeds, task.timeout = { 0, 1 }, { 1001 }, LIMIT
   local ev = require("mk.eval").new(task, { jobs = 2 })
@@ -61,7 +60,7 @@ t.test("a run out of time is judged by the calls that ended, or by the interpret
   r = evaluate({ HANG_COLS = "-1" })
   t.eq(r.status, "timeout", r.message)
   ev:close()
-  pallas.env = nil
+  cpu.teardown(pallas)
 end)
 
 return t.run()

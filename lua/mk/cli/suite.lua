@@ -83,7 +83,7 @@ local function correctness(ev, files)
   end
   local r = target.test(task, build, ev.tests_dir, { group = "search" })
   if r.status ~= "ok" then return r end
-  local h = target.test(task, build, ev.tests_dir, { group = "heldout", confirm = false })
+  local h = target.test(task, build, ev.tests_dir, { group = "heldout", confirm = ev.opts.confirm })
   if h.status ~= "ok" then h.message = "held-out tests: " .. tostring(h.message) end
   return h
 end
