@@ -999,7 +999,7 @@ function M.test(task, build, tests_dir, opts)
     cases[i] = { id = x.case, call = x.call, ok = x.ok, message = x.message, reason = x.reason,
       max_abs_err = x.max_abs_err }
   end
-  if confirmed then c.message = tostring(c.message) .. "; " .. confirmed.text end
+  if confirmed then c.message = (c.message or "") ~= "" and (c.message .. "; " .. confirmed.text) or confirmed.text end
   return {
     confirmed_at = confirmed and confirmed.label or nil, confirm_note = confirmed and confirmed.text or nil,
     status = c.status, correct = c.status == "ok", reason = c.reason, cases = cases,
