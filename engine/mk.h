@@ -110,6 +110,14 @@ int mk_op_cancelled(const mk_op *op);
 /* Number of ops alive (allocated, not yet freed): for leak checks. */
 long mk_op_live(void);
 
+/* ---- timers ------------------------------------------------------------- */
+
+/* Milliseconds to give uv_timer_start for a wait of s seconds (s > 0) that
+ * must not end early on uv_hrtime's clock (task.now, wall_s): the loop's
+ * clock counts whole milliseconds, truncated, so it runs up to 1 ms behind.
+ * Call uv_update_time first (the loop's clock stops during long Lua work). */
+uint64_t mk_timer_ms(double s);
+
 /* ---- errors ------------------------------------------------------------- */
 
 /* Push an error table {kind = kind, message = msg} (for `return nil, err`).

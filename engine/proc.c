@@ -660,9 +660,10 @@ static int l_run(lua_State *L) {
   if (timeout > 0) {
     o->phase = PH_RUN;
     /* the loop's clock stops while Lua works without waiting (seconds of
-     * commits): a timeout counted from it could end the run at once */
+     * commits): a timeout counted from it could end the run at once; and
+     * the child's wall_s must never be less than its timeout */
     uv_update_time(mk_loop(L));
-    uv_timer_start(&o->timer, on_timer, (uint64_t)(timeout * 1000 + 0.5), 0);
+    uv_timer_start(&o->timer, on_timer, mk_timer_ms(timeout), 0);
   }
   return mk_op_yield(L, &o->op);
 }

@@ -5,6 +5,8 @@
 #include "mk.h"
 #include <limits.h>
 
+#define MK_NSIGNALS 3 /* the signals that stop the engine: SIGINT, SIGTERM, SIGHUP */
+
 typedef struct mk_task mk_task;
 
 struct mk_runtime {
@@ -20,10 +22,10 @@ struct mk_runtime {
   mk_op *consumed;    /* op whose results are being pushed (freed if results raised) */
   int unobserved_ref; /* table: handle -> true for errors nobody awaited */
   int cancelled_ref;  /* the task.CANCELLED error value */
-  int signal;         /* SIGINT/SIGTERM received (0: none): every task was cancelled */
+  int signal;         /* SIGINT/TERM/HUP received (0: none): every task was cancelled */
   size_t mem_used;    /* bytes the Lua allocator holds */
   size_t mem_limit;   /* allocations beyond this fail (0: no limit); see mk.limits */
-  uv_signal_t sig_handles[2];
+  uv_signal_t sig_handles[MK_NSIGNALS];
 };
 
 mk_runtime *mk_rt(lua_State *L);

@@ -339,6 +339,8 @@ static void sleep_cancel(mk_op *op) {
 
 static const mk_op_vt sleep_vt = {"task.sleep", NULL, sleep_cancel, NULL};
 
+uint64_t mk_timer_ms(double s) { return (uint64_t)ceil(s * 1000.0) + 1; }
+
 static int l_sleep(lua_State *L) {
   lua_Number s = luaL_optnumber(L, 1, 0);
   luaL_argcheck(L, s >= 0 && isfinite(s), 1, "seconds must be a finite number >= 0");
@@ -348,7 +350,7 @@ static int l_sleep(lua_State *L) {
   uv_update_time(mk_loop(L));
   uv_timer_init(mk_loop(L), &o->timer);
   o->timer.data = o;
-  uv_timer_start(&o->timer, sleep_fired, (uint64_t)ceil(s * 1000.0), 0);
+  uv_timer_start(&o->timer, sleep_fired, s > 0 ? mk_timer_ms(s) : 0, 0);
   return mk_op_yield(L, &o->op);
 }
 
@@ -545,7 +547,7 @@ static int l_abandon(lua_State *L) {
 
 /* ---- signals -------------------------------------------------------------- */
 
-/* SIGINT / SIGTERM: the first cancels every task, so the Lua code of the
+/* SIGINT / SIGTERM / SIGHUP (the terminal went away): the first cancels every task, so the Lua code of the
  * main task sees task.CANCELLED where it waits and cleans up on its way out
  * (what to record is policy: task.signal() tells it why); the exit code is
  * then 128 + the signal. A second one ends the process at once with the
@@ -562,8 +564,8 @@ static void on_signal(uv_signal_t *h, int signum) {
 }
 
 static void signals_start(mk_runtime *rt) {
-  const int sigs[2] = {SIGINT, SIGTERM};
-  for (int i = 0; i < 2; i++) {
+  const int sigs[MK_NSIGNALS] = {SIGINT, SIGTERM, SIGHUP};
+  for (int i = 0; i < MK_NSIGNALS; i++) {
     uv_signal_t *h = &rt->sig_handles[i];
     if (uv_signal_init(&rt->loop, h) != 0) continue;
     h->data = rt;
@@ -572,11 +574,14 @@ static void signals_start(mk_runtime *rt) {
   }
 }
 
-/* signal() -> "SIGINT" | "SIGTERM" | nil: the signal that is stopping the engine */
+static const char *signal_name(int s) {
+  return s == SIGINT ? "SIGINT" : s == SIGTERM ? "SIGTERM" : s == SIGHUP ? "SIGHUP" : NULL;
+}
+
+/* signal() -> "SIGINT" | "SIGTERM" | "SIGHUP" | nil: the signal that is stopping the engine */
 static int l_signal(lua_State *L) {
-  int s = mk_rt(L)->signal;
-  if (s == SIGINT) lua_pushliteral(L, "SIGINT");
-  else if (s == SIGTERM) lua_pushliteral(L, "SIGTERM");
+  const char *name = signal_name(mk_rt(L)->signal);
+  if (name) lua_pushstring(L, name);
   else lua_pushnil(L);
   return 1;
 }
@@ -685,7 +690,7 @@ int mk_sched_run_main(mk_runtime *rt, int nargs) {
     code = 1;
   }
   if (rt->signal) { /* whatever the main task made of it */
-    fprintf(stderr, "mkengine: stopped by %s\n", rt->signal == SIGINT ? "SIGINT" : "SIGTERM");
+    fprintf(stderr, "mkengine: stopped by %s\n", signal_name(rt->signal));
     code = 128 + rt->signal;
   }
   drain(rt);

@@ -1,7 +1,9 @@
 -- Every scripted-bank kernel of the five C example tasks goes through the
 -- real evaluation path (mk.eval: sandboxed compile, frozen tests, bench vs
 -- the reference) and gets the verdict its bank entry expects. This is also
--- the "good and wrong candidate per task" end-to-end test.
+-- the "good and wrong candidate per task" end-to-end test. The speed half
+-- of the labels (fast: faster than the reference, slow: slower) is the
+-- bench's (bench/suite_bench.lua), not this test's.
 local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
 local eval = require "mk.eval"
@@ -54,8 +56,10 @@ for _, name in ipairs { "rmsnorm", "matmul", "softmax", "gemm_add_relu", "layern
       local r = ev:evaluate(fs.read(dir .. "/scripted/" .. k.file))
       local want = (k.expect == "fast" or k.expect == "slow") and "ok" or k.expect
       local ok = r.status == want
-      if ok and k.expect == "fast" then ok = r.speedup > 1 end
-      if ok and k.expect == "slow" then ok = r.speedup < 1 end
+      -- fast and slow kernels are correct ones with a measured speedup; which
+      -- side of 1 it falls on depends on the machine and its load, so that is
+      -- measured by bench/suite_bench.lua (BENCHMARKS.md), not asserted here
+      if ok and want == "ok" then ok = type(r.speedup) == "number" and r.speedup > 0 end
       if ok and (k.expect == "fast" or k.expect == "slow") then
         ok = ev:heldout(fs.read(dir .. "/scripted/" .. k.file)).correct
       end

@@ -17,12 +17,15 @@ local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
 -- Run `mkengine ARGS` in the background; returns pid and a function that
 -- waits for its end and returns exit code, output.
-local function spawn(args, tmpdir, name)
+-- `env` (optional) is {NAME = value} for the engine's environment.
+local function spawn(args, tmpdir, name, env)
   local base = tmp .. "/" .. name
   local cmd = { MK }
   for _, a in ipairs(args) do cmd[#cmd + 1] = q(a) end
-  local script = string.format("TMPDIR=%s; export TMPDIR; %s > %s.out 2>&1 & echo $! > %s.pid; wait $!; echo $? > %s.rc",
-    q(tmpdir), table.concat(cmd, " "), q(base), q(base), q(base))
+  local exports = ""
+  for k, v in pairs(env or {}) do exports = exports .. string.format("%s=%s; export %s; ", k, q(v), k) end
+  local script = string.format("%sTMPDIR=%s; export TMPDIR; %s > %s.out 2>&1 & echo $! > %s.pid; wait $!; echo $? > %s.rc",
+    exports, q(tmpdir), table.concat(cmd, " "), q(base), q(base), q(base))
   os.execute("sh -c " .. q(script) .. " &")
   local pid
   for _ = 1, 500 do
@@ -59,8 +62,8 @@ local function entries(dir)
   return out
 end
 
-t.test("SIGTERM and SIGINT mid-run: run.json says stopped, nothing left in TMPDIR, exit 128 + signal", function()
-  for _, sig in ipairs { { "TERM", 143 }, { "INT", 130 } } do
+t.test("SIGTERM, SIGINT and SIGHUP mid-run: run.json says stopped, nothing left in TMPDIR, exit 128 + signal", function()
+  for _, sig in ipairs { { "TERM", 143 }, { "INT", 130 }, { "HUP", 129 } } do
     local tdir = tmp .. "/tmp-" .. sig[1]
     assert(fs.mkdirs(tdir))
     local dir = tmp .. "/sig-" .. sig[1]
@@ -83,6 +86,57 @@ t.test("SIGTERM and SIGINT mid-run: run.json says stopped, nothing left in TMPDI
     t.ok(st == "done" or st == "no_correct_kernel", st)
     t.same(entries(tdir), {})
   end
+end)
+
+t.test("a run started with every run option set, SIGKILLed mid-run, resumes with those options", function()
+  local tdir, xdg = tmp .. "/tmp-opts", tmp .. "/xdg-opts"
+  assert(fs.mkdirs(tdir))
+  local dir, workers = tmp .. "/opts", tmp .. "/opts-workers.lua"
+  fs.write(workers, string.format("return { { kind = 'local', name = 'opts', slots = 1, command = %q, cache = %q } }\n",
+    MK, tmp .. "/cache-opts"))
+  local env = { XDG_CACHE_HOME = xdg } -- the --llm-cache rw entries
+  local pid, wait = spawn({ "run", "parallel", TASK, "--model", "scripted", "--set", "trajectories=2", "--set", "iters=2",
+    "--set", "tune=false", "--set", "tests_agent=false", "--jobs", "1", "--budget", "tokens=900000", "--seed", "7",
+    "--llm-cache", "rw", "--timeout", "60", "--workers", workers, "--ui", "--port", "0", "--run-dir", dir, "--quiet" },
+    tdir, "opts", env)
+  wait_for_nodes(dir, 3)
+  os.execute("kill -9 " .. pid)
+  wait(60)
+  local before = {}
+  for id in fs.read(dir .. "/events.jsonl"):gmatch('"type":"node"[^\n]-"id":"(n%d+)"') do before[id] = true end
+  local rc, out = sh(string.format("XDG_CACHE_HOME=%s TMPDIR=%s %s resume %s --ui --port 0 --quiet", q(xdg), q(tdir),
+    q(MK), q(dir)))
+  t.ok(rc == 0 or rc == 1, out)
+  t.ok(not out:find("must be an integer", 1, true) and not out:find("traceback", 1, true), out)
+  local s = read_json(dir .. "/summary.json")
+  t.ok(s.status == "done" or s.status == "no_correct_kernel", s.status)
+  t.eq(math.tointeger(s.seed), 7)
+  t.ok(s.cost.input_tokens + s.cost.output_tokens <= 900000, "the budget holds across the resume")
+  t.contains(out, "viewer", "--ui served the resumed run")
+  t.ok(fs.isdir(tmp .. "/cache-opts/tasks"), "the resumed run evaluated on its worker")
+  t.ok(#entries(xdg .. "/mkengine/llm") > 0, "--llm-cache rw recorded replies")
+  local g = require("mk.search.graph").open(dir .. "/graph.git", { readonly = true })
+  local keys = {}
+  for _, n in ipairs(g:nodes()) do
+    t.ok(not keys[n.key], "step " .. tostring(n.key) .. " computed twice")
+    keys[n.key] = true
+  end
+  for id in pairs(before) do t.ok(g:get(id), "node " .. id .. " lost") end
+  t.same(entries(tdir), {}, "TMPDIR is empty: the killed engine's work and ssh control directories were swept")
+end)
+
+t.test("resume checks every option run.json stores: a bad one is an input error naming it", function()
+  local dir = tmp .. "/opts"
+  local original = assert(fs.read(dir .. "/run.json"))
+  for field, bad in pairs { jobs = 1.5, seed = "seven", llm_cache = "rwx", timeout = -1, set = "x=1" } do
+    local copy = cjson.decode(original)
+    copy.options[field] = bad
+    fs.write(dir .. "/run.json", cjson.encode(copy), { atomic = true })
+    local rc, out = sh(string.format("TMPDIR=%s %s resume %s --quiet", q(tmp), q(MK), q(dir)))
+    t.eq(rc, 2, out)
+    t.contains(out, "run.json: option '" .. field .. "' must be")
+  end
+  fs.write(dir .. "/run.json", original, { atomic = true })
 end)
 
 t.test("directories a SIGKILLed engine left are swept at the next start; others are never touched", function()

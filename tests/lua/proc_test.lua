@@ -180,6 +180,16 @@ t.test("hostile/infinite loop is stopped by the timeout", function()
   t.ok(type(r.cpu_s) == "number" and r.cpu_s >= 0, "the loop's cpu time is reported")
 end)
 
+t.test("a timeout is never shorter than asked, on the clock wall_s is measured with", function()
+  -- the loop's timers count whole milliseconds behind the high-resolution
+  -- clock; a child stopped by its timeout must still have run the full time
+  for i = 1, 20 do
+    local r = sh("while :; do :; done", { timeout = 0.02 })
+    t.eq(r.status, "timeout")
+    t.ok(r.wall_s >= 0.02, string.format("run %d: wall_s %.6f < timeout 0.02", i, r.wall_s))
+  end
+end)
+
 t.test("hostile/a background grandchild holding the pipes does not hang the run", function()
   local pidfile = tmp .. "/bg.pid"
   local r = sh("sleep 1000 & echo $! > " .. pidfile .. "; echo done", { timeout = 60 })

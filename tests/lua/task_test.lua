@@ -83,6 +83,15 @@ t.test("tasks run concurrently: 50 sleeps of 0.1 s take about 0.1 s", function()
   t.ok(dt >= 0.099 and dt < 1.0, "elapsed " .. dt)
 end)
 
+t.test("sleep never returns before its time on task.now's clock", function()
+  for i = 1, 20 do
+    local t0 = task.now()
+    task.sleep(0.003)
+    local dt = task.now() - t0
+    t.ok(dt >= 0.003, string.format("sleep %d: %.6f s < 0.003 s", i, dt))
+  end
+end)
+
 t.test("an error inside a task is re-raised by await with the task's traceback", function()
   local h = task.spawn(function()
     task.sleep(0.001)

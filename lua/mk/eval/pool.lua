@@ -13,6 +13,7 @@ local proc = require("mk.proc")
 local task_lib = require("mk.services.task")
 local util = require("mk.services.util")
 local worker = require("mk.eval.worker")
+local workdir = require("mk.services.workdir")
 local home = require("mk.home")
 
 local M = {}
@@ -143,7 +144,10 @@ function M.new(specs, opts)
   self.next_id = 0
   self.tasks = {}
   self.stats = { retried = 0, lost = 0, busy_s = 0 }
-  self.control_dir = fs.tmpdir("mkssh")
+  -- ssh control sockets: a marked directory, so one a SIGKILLed engine
+  -- left is swept by the next engine (the first pool or evaluator)
+  workdir.sweep_once()
+  self.control_dir, self.control_lock = workdir.new("mkssh")
   self.exe = opts.exe or home.exe
   for i, spec in ipairs(specs) do
     local c = { spec = spec, index = i, failures = 0, gen = 0, pending = {}, shipped = {},
@@ -523,9 +527,12 @@ function Pool:close()
   end
   -- ssh control masters (ControlPersist) end with their socket directory
   for _, name in ipairs(fs.list(self.control_dir) or {}) do
-    proc.run { argv = { "ssh", "-o", "ControlPath=" .. self.control_dir .. "/" .. name, "-O", "exit", "x" }, timeout = 5 }
+    if name ~= workdir.MARKER then
+      proc.run { argv = { "ssh", "-o", "ControlPath=" .. self.control_dir .. "/" .. name, "-O", "exit", "x" }, timeout = 5 }
+    end
   end
-  fs.rm_rf(self.control_dir)
+  workdir.release(self.control_dir, self.control_lock)
+  self.control_dir, self.control_lock = nil, nil
 end
 
 return M

@@ -153,6 +153,85 @@ function runner.check_count(k, v, want)
   end
 end
 
+-- The run options a run directory stores (run.json's `options`) and what
+-- each must be. A JSON round trip turns 2 into 2.0: whole numbers come back
+-- as integers, and anything else of the wrong type is an input error that
+-- names the field (never a crash deep inside the evaluator).
+local function whole(min)
+  return function(v)
+    local n = math.tointeger(v)
+    if n and n >= min then return n end
+    return nil, "a whole number >= " .. min
+  end
+end
+local function positive(v)
+  if type(v) == "number" and v > 0 and v == v and v < math.huge then return math.tointeger(v) or v end
+  return nil, "a number > 0"
+end
+local function text(v)
+  if type(v) == "string" and v ~= "" then return v end
+  return nil, "a non-empty string"
+end
+local function one_of(set)
+  return function(v)
+    if set[v] then return v end
+    local names = {}
+    for k in pairs(set) do names[#names + 1] = k end
+    table.sort(names)
+    return nil, "one of " .. table.concat(names, ", ")
+  end
+end
+local function budget_value(v)
+  if type(v) == "string" or type(v) == "table" then return v end
+  return nil, "a budget text (tokens=N,usd=X,...)"
+end
+local function set_table(v)
+  if type(v) ~= "table" then return nil, "a table of KEY = VALUE" end
+  local out = {}
+  for k, x in pairs(v) do
+    if type(k) ~= "string" or not k:match("^[%w_]+$") then return nil, "a table of KEY = VALUE (key " .. tostring(k) .. ")" end
+    local tx = type(x)
+    if tx ~= "string" and tx ~= "number" and tx ~= "boolean" then
+      return nil, "a table of KEY = VALUE (value of " .. k .. " is a " .. tx .. ")"
+    end
+    out[k] = runner.coerce(x)
+  end
+  return out
+end
+
+local RUN_OPTIONS = {
+  strategy = { text, required = true }, task_dir = { text, required = true }, set = { set_table },
+  seed = { function(v) return math.tointeger(v), "a whole number" end }, model = { text }, llm_config = { text },
+  llm_cache = { one_of { rw = true, ro = true, off = true } }, budget = { budget_value }, jobs = { whole(1) },
+  timeout = { positive }, workers = { text },
+}
+
+--- The run options `info` (what run.json stores as `options`) checked and
+--- coerced to the types the options take; `where` names their source in
+--- the message of the input error (exit 2) a bad field raises. Unknown
+--- fields are kept (a newer engine's run read by an older one).
+function runner.check_options(info, where)
+  if type(info) ~= "table" then input_error(where .. ": the run's options must be a table") end
+  local out = {}
+  for k, v in pairs(info) do out[k] = v end
+  for k, spec in pairs(RUN_OPTIONS) do
+    local v = info[k]
+    if v == nil or v == cjson.null then
+      if spec.required then input_error(string.format("%s: option '%s' is missing", where, k)) end
+      out[k] = nil
+    else
+      local ok, want = spec[1](v)
+      if ok == nil then
+        local okj, shown = pcall(cjson.encode, v)
+        input_error(string.format("%s: option '%s' must be %s, got %s", where, k, want, okj and shown or tostring(v)))
+      end
+      out[k] = ok
+    end
+  end
+  out.set = out.set or {}
+  return out
+end
+
 local function task_slug(task_dir)
   return (task_dir:gsub("/+$", ""):match("([^/]+)$") or "task")
 end
@@ -461,6 +540,7 @@ function runner.run(o)
     budget = o.budget, jobs = o.jobs, timeout = o.timeout,
     workers = o.workers and (fs.realpath(o.workers) or input_error("workers file not found: " .. o.workers)),
   }
+  info = runner.check_options(info, "mkengine run")
   if info.workers then pool_lib.load(info.workers) end -- bad input fails before the run dir exists
   local run, err = rundir.create { root = o.root, dir = o.run_dir, strategy = strategy_name:gsub("^.*/", ""):gsub("%.lua$", ""),
     task = task_slug(o.task), options = info, seed = info.seed, model = o.model }
@@ -481,7 +561,11 @@ function runner.resume(dir, o)
     error(run, 0)
   end
   if not run then input_error("cannot resume " .. tostring(dir) .. ": " .. err.message) end
-  local info = run.info.options or {}
+  local okc, info = pcall(runner.check_options, run.info.options, run.dir .. "/run.json")
+  if not okc then
+    pcall(run.close, run)
+    error(info, 0)
+  end
   run:event { type = "resume" }
   return execute_and_close(o, run, info, true)
 end

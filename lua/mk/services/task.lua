@@ -73,7 +73,7 @@ function task.yield() return sched.sleep(0) end
 --- The running task's handle (nil outside tasks).
 task.current = sched.current
 
---- "SIGINT" or "SIGTERM" once the engine received one (every task was then
+--- "SIGINT", "SIGTERM" or "SIGHUP" once the engine received one (every task was then
 --- cancelled and the exit code will be 128 + the signal), else nil.
 task.signal = sched.signal
 
