@@ -9,7 +9,7 @@ wrote the prompt and answers in that agent's format.
   tests prompts       -> a ```json block with no extra sizes
 
 Streaming (SSE with a final usage chunk) and non-streaming replies.
-Usage: model_server.py --kernel FILE [--port-file F] [--key KEY] [--watch-pid PID]
+Usage: model_server.py --kernel FILE [--port N] [--port-file F] [--key KEY] [--watch-pid PID]
 GET /_stats -> {"requests": N, "agents": {...}}
 """
 import argparse
@@ -119,11 +119,12 @@ class Handler(BaseHTTPRequestHandler):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kernel", required=True)
+    ap.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
     ap.add_argument("--port-file")
     ap.add_argument("--key", default="sk-test-model-456")
     ap.add_argument("--watch-pid", type=int)
     a = ap.parse_args()
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     srv.daemon_threads = True
     srv.kernel = open(a.kernel).read()
     srv.key = a.key

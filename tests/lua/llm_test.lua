@@ -346,6 +346,26 @@ t.test("the sample index keeps N samples of one prompt distinct and can be set",
   t.eq(err.kind, "cache_miss")
 end)
 
+t.test("the endpoint is part of the cache key: another server's answers are never replayed", function()
+  local dir = tmp .. "/cache-endpoint"
+  local q = prompt()
+  local c = client("openai", "ok", { cache = "rw", cache_dir = dir })
+  assert(c:chat { messages = { { role = "user", content = q } }, sample = 0 })
+  -- the same request, the same model, another base URL (a port nothing listens on)
+  local other = client("openai", "ok", { cache = "ro", cache_dir = dir, base_url = "http://127.0.0.1:9/v1" })
+  local r, err = other:chat { messages = { { role = "user", content = q } }, sample = 0 }
+  t.eq(r, nil)
+  t.eq(err.kind, "cache_miss", "replayed for another endpoint")
+  -- credentials in a URL are no part of the endpoint, and so of no key
+  local with_user = client("openai", "ok", { cache = "ro", cache_dir = dir,
+    base_url = srv.url:gsub("^http://", "http://user:secret@") .. "/v1" })
+  t.eq(with_user:endpoint(), srv.url .. "/v1")
+  r = assert(with_user:chat { messages = { { role = "user", content = q } }, sample = 0 })
+  t.eq(r.cached, true)
+  t.eq(#grep_dir(dir, "secret"), 0)
+  t.eq(#grep_dir(dir, "127.0.0.1"), 0, "no URL in an entry")
+end)
+
 t.test("meta, stream and on_delta do not change the cache key", function()
   local dir = tmp .. "/cache3"
   local q = prompt()

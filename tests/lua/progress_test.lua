@@ -33,6 +33,16 @@ t.test("status line counts nodes, correct, best, tokens, USD, device busy % and 
   t.eq(p:line(), "beam/softmax | nodes 3 | correct 2 | best 1.75x | tokens 1200 | $0.0100 | device 25% | 0m20s")
 end)
 
+t.test("model calls replayed from the LLM cache are counted on the status line", function()
+  local c, fn = clock(0)
+  local p = progress.new { tty = false, stream = sink(), clock = fn }
+  p:event { type = "llm", input_tokens = 10, output_tokens = 5, cached = true }
+  p:event { type = "llm", input_tokens = 10, output_tokens = 5, cached = false }
+  p:event { type = "llm", input_tokens = 10, output_tokens = 5, cached = true }
+  c.t = 1
+  t.contains(p:line(), "| tokens 45 | replayed 2 |")
+end)
+
 t.test("device time comes from node costs; a reference node is not counted as correct", function()
   local c, fn = clock(0)
   local p = progress.new { tty = false, stream = sink(), clock = fn }

@@ -132,30 +132,87 @@ t.test("hitl follows a decisions file: reject a plan, edit code, accept", functi
   t.eq(fs.read(dir .. "/best/kernel.c"), fs.read(good))
 end)
 
-t.test("the same loop runs over real HTTP against a loopback model-like server", function()
-  local pf = tmp .. "/port"
+-- Start the loopback model-like server (a labelled test double) on `port`
+-- (nil: a free one); returns its port and pid.
+local function model_server(name, port)
+  local pf = tmp .. "/port-" .. name
   local kernel = fs.realpath("examples/suites/cpu/rmsnorm/scripted/stream_store.c")
   local f = io.open("/proc/self/stat")
   local pid = f:read("n")
   f:close()
-  os.execute(string.format("python3 tests/fake_llm/model_server.py --kernel %s --port-file %s --watch-pid %d >/dev/null 2>&1 &",
-    kernel, pf, pid))
+  os.execute(string.format("python3 tests/fake_llm/model_server.py --kernel %s --port %d --port-file %s --watch-pid %d "
+    .. ">/dev/null 2>&1 &", kernel, port or 0, pf, pid))
   local t0 = task.now()
-  while not fs.exists(pf) and task.now() - t0 < 10 do task.sleep(0.05) end
-  local port, spid = fs.read(pf):match("^(%d+) (%d+)")
+  while not fs.exists(pf) and task.now() - t0 < 30 do task.sleep(0.05) end
+  local p, spid = assert(fs.read(pf), "the model server did not start"):match("^(%d+) (%d+)")
+  return p, spid
+end
+
+t.test("the same loop runs over real HTTP against a loopback model-like server", function()
+  local port, spid = model_server("http")
   local key = "sk-test-model-456"
   local dir = tmp .. "/http"
   local env = { OPENAI_BASE_URL = "http://127.0.0.1:" .. port .. "/v1", OPENAI_API_KEY = key }
   local code, out = mk({ "run", "auto", TASK, "--model", "openai:fake-model", "--set", "iters=1", "--run-dir", dir,
     "--llm-cache", "off", "--quiet" }, env)
-  os.execute("kill " .. spid)
   t.eq(code, 0, out)
   local s = summary(dir)
   t.eq(s.model, "openai:fake-model")
+  t.eq(s.cost.cached_calls, 0)
   t.ok(s.cost.input_tokens > 0 and s.cost.output_tokens > 0, "token counts come from the wire")
   for _, p in ipairs(all_files(dir)) do
     t.ok(not (fs.read(p) or ""):find(key, 1, true), "API key written to " .. p)
   end
+  -- recorded, then the same run again: the prompts made before any
+  -- measurement (tests, plan) are the same, so their answers are replays,
+  -- and the run says so
+  env.XDG_CACHE_HOME = tmp .. "/xdg-http"
+  for i = 1, 2 do
+    code, out = mk({ "run", "auto", TASK, "--model", "openai:fake-model", "--set", "iters=1", "--run-dir",
+      dir .. "-cache" .. i, "--llm-cache", "rw" }, env)
+    t.eq(code, 0, out)
+  end
+  os.execute("kill " .. spid)
+  s = summary(dir .. "-cache2")
+  t.ok(s.cost.cached_calls >= 2 and s.cost.cached_calls <= s.cost.calls, "the second run's replays are counted")
+  t.contains(out, string.format("%d of %d model calls were answers replayed from the LLM cache", s.cost.cached_calls,
+    s.cost.calls))
+  t.eq(summary(dir .. "-cache1").cost.cached_calls, 0)
+  for _, p in ipairs(all_files(env.XDG_CACHE_HOME)) do
+    t.ok(not (fs.read(p) or ""):find(key, 1, true), "API key written to " .. p)
+  end
+end)
+
+t.test("a run whose model endpoint is down stops saying so; resume continues it once the endpoint is back", function()
+  local port, spid = model_server("down")
+  os.execute("kill " .. spid) -- a port that was just free: now closed
+  local t0 = task.now()
+  while task.now() - t0 < 10 and proc.run({ argv = { "kill", "-0", spid } }).code == 0 do task.sleep(0.05) end
+  local cfg = tmp .. "/few-retries.lua"
+  fs.write(cfg, "return { defaults = { max_retries = 2, backoff_base = 0.01, backoff_max = 0.05 } }\n")
+  local dir = tmp .. "/down"
+  local env = { OPENAI_BASE_URL = "http://127.0.0.1:" .. port .. "/v1", OPENAI_API_KEY = "sk-test-model-456" }
+  local args = { "run", "auto", TASK, "--model", "openai:fake-model", "--set", "iters=1", "--llm-config", cfg,
+    "--llm-cache", "off", "--run-dir", dir }
+  local code, out = mk(args, env)
+  t.eq(code, 1, out)
+  t.contains(out, "the model endpoint " .. env.OPENAI_BASE_URL .. " failed (network)")
+  t.contains(out, "mkengine resume " .. dir)
+  t.ok(not out:find("no correct kernel", 1, true), "not reported as a search without result: " .. out)
+  t.ok(not out:find("traceback", 1, true), out)
+  local s = summary(dir)
+  t.eq(s.status, "model_unavailable")
+  t.eq(s.endpoint, env.OPENAI_BASE_URL)
+  t.ok((s.llm_failures.network or 0) >= 1, "failures counted by kind")
+  t.eq(cjson.decode(fs.read(dir .. "/run.json")).status, "model_unavailable")
+  -- the endpoint is back on the same port: resume finishes the run
+  local _, spid2 = model_server("back", tonumber(port))
+  code, out = mk({ "resume", dir }, env)
+  os.execute("kill " .. spid2)
+  t.eq(code, 0, out)
+  s = summary(dir)
+  t.eq(s.status, "done")
+  t.ok((s.llm_failures.network or 0) >= 1, "the first session's failures are still counted")
 end)
 
 t.test("a run killed with SIGKILL resumes without recomputing or losing nodes", function()

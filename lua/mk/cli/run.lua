@@ -30,7 +30,10 @@ TASK      a task directory (examples/tasks/c/rmsnorm, a JAXBench or MaxKernel ta
 --ui                serve the run in the browser while it runs (prints the URL; see
                     'mkengine help serve' and docs/ui.md); --host, --port as for serve
 
-Exit code: 0 when a correct kernel was found, 1 when none was, 2 on bad input.]],
+Exit code: 0 when a correct kernel was found, 1 when none was (or the run
+stopped because the model endpoint did not answer after its retries:
+status model_unavailable, 'mkengine resume' continues it), 2 on bad input,
+128 + the signal when SIGINT, SIGTERM or SIGHUP stopped it.]],
 }
 
 --- Parse the options shared by run, bench and sweep into runner options.

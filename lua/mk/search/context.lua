@@ -126,6 +126,11 @@ end
 
 -- errors of the model that no retry or other step can fix: the run stops
 local TERMINAL = { auth = true, quota = true, bad_request = true, cache_miss = true }
+-- the endpoint did not answer, after the client's retries (connection
+-- refused, DNS, TLS, timeouts, 5xx, rate limits): nothing was learned
+-- about the search, so the run stops as an infrastructure failure with
+-- status "model_unavailable", and `mkengine resume` continues it
+M.UNAVAILABLE = { network = true, timeout = true, server = true, rate_limit = true }
 
 --- Build a context. Fields of o: task, graph, run (rundir), eval, llm
 --- (client), opts (strategy options), seed, budget (may be nil),
@@ -260,7 +265,10 @@ end
 --- temperature}. The key seeds the sample index (distinct cache entries
 --- per step) and the offline scripted model's choices. Returns r or nil, err
 --- (err.kind "budget" when the budget is spent); terminal model errors
---- (auth, quota, bad_request, cache_miss) raise, ending the run.
+--- (auth, quota, bad_request, cache_miss) raise, ending the run; an
+--- endpoint still unavailable after the client's retries (M.UNAVAILABLE)
+--- raises an infrastructure error (cause "model_unavailable"): the run
+--- stops with that status and `mkengine resume` continues it.
 function Ctx:chat(req)
   local spent, why = self:exhausted()
   if spent then return nil, { kind = "budget", message = "budget spent: " .. tostring(why) } end
@@ -277,6 +285,13 @@ function Ctx:chat(req)
       message = err and err.message }
     if err and TERMINAL[err.kind] then
       util.raise({ exit = 1, kind = err.kind, message = "model error (" .. err.kind .. "): " .. tostring(err.message) })
+    end
+    if err and M.UNAVAILABLE[err.kind] then
+      local where = self.llm.endpoint and self.llm:endpoint() or tostring(self.llm.provider)
+      local e = infra.error(string.format("the model endpoint %s failed (%s): %s", where, err.kind,
+        tostring(err.message)))
+      e.cause, e.endpoint, e.failure = "model_unavailable", where, err.kind
+      error(e, 0)
     end
     return nil, err
   end

@@ -10,14 +10,16 @@ local cjson = require("cjson.safe")
 local M = {}
 
 local function zero()
-  return { input_tokens = 0, output_tokens = 0, usd = 0, llm_s = 0, device_s = 0, wall_s = 0, calls = 0 }
+  return { input_tokens = 0, output_tokens = 0, usd = 0, llm_s = 0, device_s = 0, wall_s = 0, calls = 0,
+    cached_calls = 0, failures = {} }
 end
 M.zero = zero
 
 --- Sum the spending recorded in the event log at `path` (a missing file is
 --- a run that spent nothing). Torn or foreign lines are skipped.
 ---@param path string
----@return table {input_tokens, output_tokens, tokens, usd, llm_s, device_s, wall_s, calls, sessions}
+---@return table {input_tokens, output_tokens, tokens, usd, llm_s, device_s, wall_s, calls, cached_calls
+---  (answered from the LLM cache), failures ({kind = calls that failed with it}), sessions}
 function M.read(path)
   local s = zero()
   local sessions, session_t0, last_t = 0, nil, nil
@@ -43,6 +45,8 @@ function M.read(path)
           s.output_tokens = s.output_tokens + (tonumber(e.output_tokens) or 0)
           s.usd = s.usd + (tonumber(e.cost_usd) or tonumber(e.usd) or 0)
           s.llm_s = s.llm_s + (tonumber(e.latency_s) or 0)
+          if e.cached == true then s.cached_calls = s.cached_calls + 1 end
+          if type(e.error) == "string" then s.failures[e.error] = (s.failures[e.error] or 0) + 1 end
         end
         last_t = t or last_t
       end
@@ -51,7 +55,7 @@ function M.read(path)
     end
   end
   close_session()
-  for _, k in ipairs { "input_tokens", "output_tokens", "calls" } do s[k] = math.tointeger(s[k]) or s[k] end
+  for _, k in ipairs { "input_tokens", "output_tokens", "calls", "cached_calls" } do s[k] = math.tointeger(s[k]) or s[k] end
   s.tokens = s.input_tokens + s.output_tokens
   s.sessions = sessions
   return s

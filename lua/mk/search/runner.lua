@@ -297,20 +297,17 @@ end
 
 -- Every event of the run also feeds the status line (or --json); every
 -- model call of this run (a bench runs several in one process) becomes an
--- event. Returns a function giving this run's call count.
+-- event.
 local function wire_events(run, progress, client)
   local append = run.event
   run.event = function(self, e)
     append(self, e)
     progress:event(e)
   end
-  local calls = 0
   client.ledger = function(rec)
-    calls = calls + 1
     rec.type = "llm"
     run:event(rec)
   end
-  return function() return calls end
 end
 
 -- The evaluator (on the workers the run names, docs/workers.md) and the
@@ -397,16 +394,21 @@ local function run_strategy(o, run, ctx, strategy, spath, opts)
   end, ctx, opts)
   if ok then ok, ret = pcall(context.check_result, ctx, ret, spath) end
   if ok then return ret end
+  if infra.is(ret) then error(ret, 0) end -- the machine's or the model endpoint's, not the strategy's
   run:event { type = "strategy_error", message = tostring(type(ret) == "table" and ret.message or ret) }
   run:set_status("failed")
   if type(ret) == "table" then error(ret, 0) end
   util.raise({ exit = 1, kind = "strategy", message = "strategy " .. spath .. " failed: " .. ret })
 end
 
--- The run's summary (written to summary.json): status, best, spend.
-local function write_summary(run, info, task, ctx, best, client, calls, opts, resumed)
+-- The run's summary (written to summary.json): status, best, spend, and
+-- the model calls of every session: how many were replayed from the LLM
+-- cache, how many failed and with which kind of error. `status` overrides
+-- the one the best node gives (a run stopped by its model endpoint).
+local function write_summary(run, info, task, ctx, best, client, opts, resumed, status)
   local spent = ctx:spent()
-  local status = best and "done" or "no_correct_kernel"
+  local calls = ledger.read(run:path("events.jsonl"))
+  status = status or (best and "done" or "no_correct_kernel")
   local compiled = 0
   for _, n in ipairs(run.graph:nodes()) do
     if n.kind ~= "reference" and n.status ~= "compile_error" then compiled = compiled + 1 end
@@ -416,7 +418,9 @@ local function write_summary(run, info, task, ctx, best, client, calls, opts, re
     best = summarize_node(best) or cjson.null,
     model = info.model, model_label = client.label, seed = info.seed, options = opts,
     cost = { input_tokens = spent.input_tokens, output_tokens = spent.output_tokens, usd = spent.usd,
-      llm_s = spent.llm_s, device_s = spent.device_s, wall_s = spent.wall_s, calls = calls },
+      llm_s = spent.llm_s, device_s = spent.device_s, wall_s = spent.wall_s, calls = calls.calls,
+      cached_calls = calls.cached_calls },
+    llm_failures = calls.failures, endpoint = client.endpoint and client:endpoint() or nil,
     budget_exhausted = select(2, ctx:exhausted()),
     resumed = resumed or nil,
   }
@@ -424,6 +428,22 @@ local function write_summary(run, info, task, ctx, best, client, calls, opts, re
   summary = run:write_summary(summary) or summary
   summary.run_dir = run.dir
   return summary
+end
+
+-- Say how many model calls were answers replayed from the LLM cache, and
+-- which calls failed: a run that "succeeded" from replay, or despite a
+-- flaky endpoint, must not look like fresh work.
+local function replay_note(summary, client, note)
+  local c = summary.cost
+  if (c.cached_calls or 0) > 0 then
+    note(string.format("%d of %d model calls were answers replayed from the LLM cache (%s), not asked of %s; "
+      .. "--llm-cache off asks the model again", c.cached_calls, c.calls, client.cache_dir or "?",
+      client.endpoint and client:endpoint() or tostring(client.label)))
+  end
+  local kinds = {}
+  for k, n in pairs(summary.llm_failures or {}) do kinds[#kinds + 1] = string.format("%s %d", k, n) end
+  table.sort(kinds)
+  if #kinds > 0 then note("model calls that failed: " .. table.concat(kinds, ", ") .. " (events.jsonl has each)") end
 end
 
 -- --kb-learn: what each node tried and what it gave, as notes for later runs.
@@ -454,19 +474,28 @@ local function execute(o, run, info, resumed)
   local function note(msg) progress:note(msg) end
   local prior = ledger.read(run:path("events.jsonl")) -- what earlier sessions spent (a resumed run)
   local budget = run_budget(info, prior)
-  local calls = wire_events(run, progress, client)
+  wire_events(run, progress, client)
   note(string.format("mkengine: %s on %s with %s%s -> %s", info.strategy, task.name, client.label or info.model,
     resumed and " (resumed)" or "", run.dir))
 
   local ev, ctx = open_context(o, run, info, task, opts, client, budget, prior, note)
-  add_extra_tests(run, info, task, opts, ctx)
-  freeze_suite(run, ev, note)
-  local root = reference_node(run, ev, ctx, task)
-  note(string.format("baseline (reference): %.3f ms", (root.metrics.latency_s or 0) * 1000))
-
-  local best = heldout_best(ctx, run_strategy(o, run, ctx, strategy, spath, opts))
+  local function search()
+    add_extra_tests(run, info, task, opts, ctx)
+    freeze_suite(run, ev, note)
+    local root = reference_node(run, ev, ctx, task)
+    note(string.format("baseline (reference): %.3f ms", (root.metrics.latency_s or 0) * 1000))
+    return heldout_best(ctx, run_strategy(o, run, ctx, strategy, spath, opts)), root
+  end
+  local oks, best, root = pcall(search)
+  if not oks then
+    if infra.is(best) and best.cause == "model_unavailable" then -- the summary says so, with the failures
+      pcall(write_summary, run, info, task, ctx, nil, client, opts, resumed, "model_unavailable")
+    end
+    error(best, 0)
+  end
   if best then run:refresh_best(best) end
-  local summary = write_summary(run, info, task, ctx, best, client, calls() + prior.calls, opts, resumed)
+  local summary = write_summary(run, info, task, ctx, best, client, opts, resumed)
+  replay_note(summary, client, note)
   if best then
     local m = best.metrics
     note(string.format("best: %s %s (%.3f ms vs %.3f ms) -> %s/best", best.id, m.timing_kind == "interpret"
@@ -489,6 +518,11 @@ local function end_status(run, err)
     pcall(run.event, run, { type = "stopped", signal = sig })
     return "stopped"
   end
+  if infra.is(err) and err.cause == "model_unavailable" then
+    pcall(run.event, run, { type = "stopped", reason = "model_unavailable", endpoint = err.endpoint,
+      failure = err.failure, message = err.message })
+    return "model_unavailable"
+  end
   if infra.is(err) then
     pcall(run.event, run, { type = "stopped", reason = "infra", message = err.message })
     return "stopped"
@@ -498,6 +532,11 @@ end
 
 -- An infrastructure failure as the one line the user sees.
 local function infra_line(err, dir)
+  if err.cause == "model_unavailable" then
+    err.message = string.format("%s. The run is stopped, not failed (status model_unavailable; every committed "
+      .. "node is kept); once the endpoint answers, 'mkengine resume %s' continues it", err.message, dir)
+    return err
+  end
   err.message = string.format("infrastructure failure, not a candidate's: %s. The run is stopped; once the cause "
     .. "is gone, 'mkengine resume %s' continues it", err.message, dir)
   return err

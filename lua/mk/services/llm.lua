@@ -300,6 +300,15 @@ function Client:key()
   return first_env(envs)
 end
 
+--- Where this client's calls go, for messages and cache keys: the base URL
+--- without user or password (a URL may carry them), "exec:COMMAND", or the
+--- provider's name for a Lua provider. Never the API key.
+function Client:endpoint()
+  if self.base_url then return (self.base_url:gsub("^(%a[%w+.-]*://)[^/@]*@", "%1")) end
+  if self.command then return "exec:" .. self.command end
+  return self.provider
+end
+
 local function env_name(envs)
   if type(envs) == "table" then return table.concat(envs, " or ") end
   return tostring(envs)
@@ -391,7 +400,7 @@ function Client:chat(req)
   local t0 = task.now()
   local key, sample
   if self.cache ~= "off" then
-    local canon = cache.canonical(self.provider, self.model, req)
+    local canon = cache.canonical(self.provider, self.model, req, self:endpoint())
     sample = req.sample
     if sample == nil then
       local sk = self.cache_dir .. "\n" .. canon

@@ -44,7 +44,7 @@ function progress.new(opts)
     start = clock(),
     last_draw = -math.huge,
     drawn = false,
-    f = { nodes = 0, correct = 0, best = nil, tokens = 0, usd = 0, device_s = 0 },
+    f = { nodes = 0, correct = 0, best = nil, tokens = 0, usd = 0, device_s = 0, replayed = 0 },
   }, Progress)
   if opts.tty ~= nil then self.tty = opts.tty
   elseif self.quiet or self.json then self.tty = false
@@ -84,6 +84,7 @@ function Progress:event(ev)
   if ty == "llm" or ty == "llm_call" then
     f.tokens = f.tokens + (tonumber(u.input_tokens) or 0) + (tonumber(u.output_tokens) or 0)
     f.usd = f.usd + (tonumber(u.usd) or tonumber(u.cost_usd) or tonumber(ev.cost_usd) or 0)
+    if ev.cached == true then f.replayed = f.replayed + 1 end
   end
   if tonumber(ev.device_s) then
     f.device_s = f.device_s + tonumber(ev.device_s)
@@ -114,6 +115,8 @@ function Progress:line()
   parts[#parts + 1] = "best " .. (f.best and string.format("%.2fx", f.best) or "-") ..
     (f.interpret and " (interpret timing)" or "")
   parts[#parts + 1] = string.format("tokens %d", math.floor(f.tokens))
+  -- answers from the LLM cache cost nothing now: never shown as fresh work
+  if (f.replayed or 0) > 0 then parts[#parts + 1] = string.format("replayed %d", f.replayed) end
   parts[#parts + 1] = string.format("$%.4f", f.usd)
   parts[#parts + 1] = string.format("device %d%%", el > 0 and math.floor(100 * math.min(1, f.device_s / el) + 0.5) or 0)
   parts[#parts + 1] = string.format("%dm%02ds", math.floor(el / 60), math.floor(el % 60))

@@ -125,7 +125,8 @@ end
 ---@return any summary_or_err
 function bench.read_resume_or_run(dir, runner, resume, run_opts)
   local summary = read_json(dir .. "/summary.json")
-  if summary then return "read", true, summary end
+  -- a run its model endpoint stopped is not finished: it is resumed
+  if summary and summary.status ~= "model_unavailable" then return "read", true, summary end
   local how, ok, res
   if resume and fs.exists(dir .. "/run.json") then
     how = "resumed"

@@ -1,12 +1,14 @@
 --- mk.services.llm.cache: the response cache behind record and replay. Entries are
 --- content-addressed: key = SHA-256 of the canonical JSON of (provider,
---- model, request fields that change the answer, sample index), stored as
---- DIR/ab/abcdef....json. No header, key or URL is part of an entry.
+--- endpoint, model, request fields that change the answer, sample index),
+--- stored as DIR/ab/abcdef....json. The endpoint (base URL without user or
+--- password) is part of the key, so another server's answers are never
+--- replayed for this one; no header, API key or URL is part of an entry.
 local fs = require("mk.fs")
 local json = require("mk.services.json")
 local hash = require("mk.hash")
 
-local M = { VERSION = 1 }
+local M = { VERSION = 2 } -- 2: the endpoint is part of the key
 
 -- request fields that never change the answer
 local SKIP = { stream = true, on_delta = true, meta = true, sample = true, timeout = true }
@@ -19,12 +21,13 @@ function M.default_dir()
 end
 
 --- The canonical description of a request (what the key hashes).
-function M.canonical(provider, model, req)
+---@param endpoint string|nil where the request goes (client:endpoint())
+function M.canonical(provider, model, req, endpoint)
   local r = {}
   for k, v in pairs(req) do
     if not SKIP[k] and type(v) ~= "function" then r[k] = v end
   end
-  return json.canonical({ v = M.VERSION, provider = provider, model = model, request = r })
+  return json.canonical({ v = M.VERSION, provider = provider, endpoint = endpoint, model = model, request = r })
 end
 
 --- Key of the sample-th answer (0-based) to a canonical request.
