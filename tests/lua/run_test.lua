@@ -269,6 +269,17 @@ t.test("a Lua error in a user strategy exits 1 with file:line and a traceback", 
   t.contains(out, "stack traceback")
 end)
 
+t.test("a strategy returning a non-node: a warning with its file:line, and the correct kernel it found is kept", function()
+  local path = tmp .. "/returns_number.lua"
+  fs.write(path, "return { defaults = {}, run = function(ctx, opts)\n  ctx:auto(ctx.graph:root())\n  return 42\nend }\n")
+  local dir = tmp .. "/returns-number"
+  local code, out = mk { "run", path, TASK, "--model", "scripted", "--set", "iters=1", "--set", "tests_agent=false",
+    "--run-dir", dir }
+  t.eq(code, 0, out)
+  t.contains(out, "returns_number.lua:1: run() must return a node of the graph or nil, got number 42")
+  t.eq(summary(dir).status, "done")
+end)
+
 local code = t.run()
 fs.rm_rf(tmp)
 return code

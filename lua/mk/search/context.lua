@@ -116,8 +116,27 @@ function M.nearest(name)
   return nil
 end
 
+-- A method reached through ctx checks that it was called with a colon:
+-- `ctx.exhausted()` would otherwise fail inside with "attempt to index a
+-- nil value (local 'self')". One wrapper per method, made on first use.
+local checked = {}
+local function method(k, f)
+  local w = checked[k]
+  if not w then
+    w = function(self, ...)
+      if getmetatable(self) ~= Ctx then
+        error(string.format("ctx.%s(...) was called with a dot: call it as ctx:%s(...)", k, k), 2)
+      end
+      return f(self, ...)
+    end
+    checked[k] = w
+  end
+  return w
+end
+
 Ctx.__index = function(_, k)
   local v = Ctx[k]
+  if type(v) == "function" and k ~= "better" and k:sub(1, 1) ~= "_" then return method(k, v) end
   if v ~= nil or type(k) ~= "string" or OPTIONAL[k] or k:sub(1, 1) == "_" then return v end
   local near = M.nearest(k)
   if near then error(string.format("ctx has no member '%s' (did you mean `%s`?)", k, near), 2) end
@@ -485,15 +504,21 @@ function M.call_site()
   return "a line hidden by a tail call"
 end
 
---- Check what a strategy's run() returned: nil, or a node of this graph
---- (anything else raises, naming the strategy file). Returns the node or nil.
-function M.check_result(ctx, ret, path)
+--- Check what a strategy's run() returned: nil, or a node of this graph.
+--- Returns the node, or nil and (for anything else) a warning naming the
+--- strategy's run function by file:line: the run then reports its best
+--- correct node as if run() had returned nil, so a search that found a
+--- correct kernel keeps it. `run_fn` is the strategy's run function.
+function M.check_result(ctx, ret, path, run_fn)
   if ret == nil then return nil end
   if type(ret) == "table" and ret.id ~= nil and rawget(ctx, "graph"):get(ret.id) == ret then return ret end
   local what = type(ret) == "table" and "a table that is not a node of this run's graph" or
       (type(ret) .. " " .. tostring(ret))
-  util.raise({ exit = 1, kind = "strategy", message = string.format(
-    "strategy %s: run() must return a node of the graph or nil, got %s", path, what) })
+  local where = path
+  local info = type(run_fn) == "function" and debug.getinfo(run_fn, "S")
+  if info and info.source:sub(1, 1) == "@" then where = info.source:sub(2) .. ":" .. info.linedefined end
+  return nil, string.format("strategy %s: run() must return a node of the graph or nil, got %s; "
+    .. "the run's best correct node is reported instead", where, what)
 end
 
 --- Evaluate what an agent produced and turn it into a node spec.

@@ -392,8 +392,14 @@ local function run_strategy(o, run, ctx, strategy, spath, opts)
     if type(e) == "table" then return e end
     return runner.strategy_traceback(tostring(e), spath, o.debug)
   end, ctx, opts)
-  if ok then ok, ret = pcall(context.check_result, ctx, ret, spath) end
-  if ok then return ret end
+  if ok then
+    local node, warning = context.check_result(ctx, ret, spath, strategy.run)
+    if warning then
+      run:event { type = "strategy_warning", message = warning }
+      ctx:log("%s", warning)
+    end
+    return node
+  end
   if infra.is(ret) then error(ret, 0) end -- the machine's or the model endpoint's, not the strategy's
   run:event { type = "strategy_error", message = tostring(type(ret) == "table" and ret.message or ret) }
   run:set_status("failed")
