@@ -180,6 +180,20 @@ t.test("a run that raises is recorded as an error, the others finish, and a reru
   t.eq(res2.failed_runs, 0)
 end)
 
+t.test("a bench is labelled by --label, else its strategy file's stem, never its path", function()
+  t.eq(bench.label { strategy = "beam" }, "beam")
+  t.eq(bench.label { strategy = "my/strategies/bandit.lua" }, "bandit")
+  t.eq(bench.label { strategy = "my/bandit.lua", label = "ucb c=1" }, "ucb c=1")
+  reset()
+  local res = assert(bench.run { suite = suite, strategy = tmp .. "/my/bandit.lua", repeats = 1, out = tmp .. "/labelled",
+    runner = fake_runner })
+  t.eq(res.label, "bandit")
+  t.eq(res.strategy, tmp .. "/my/bandit.lua", "the strategy itself is kept")
+  local html = require("mk.study.report").html(assert(require("mk.study.report").load(tmp .. "/labelled")))
+  t.contains(html, "bandit on suite suite")
+  t.ok(not html:find("bandit.lua on suite", 1, true), "a path in the report's title")
+end)
+
 t.test("bad arguments raise and a bad suite returns bad_suite", function()
   t.raises(function() bench.run { strategy = "beam" } end, "opts.suite")
   t.raises(function() bench.run { suite = suite, strategy = "beam", repeats = 0, runner = fake_runner } end, "repeat")

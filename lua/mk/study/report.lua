@@ -797,8 +797,9 @@ local function sweep_body(sw, store)
   if #groups > 0 then
     parts[#parts + 1] = "<h2>By parameter</h2><p class=\"sub\">each value of each swept parameter over its runs "
       .. "(seeds and the other parameters): best speedup of a run (1.00× when it found no correct kernel), "
-      .. "bench geomean; median, a 95 % bootstrap interval of it, min–max</p><table><tr><th class=\"l\">parameter</th>"
-      .. "<th class=\"l\">value</th><th>median</th><th>95 % interval</th><th>min</th><th>max</th><th>runs</th><th>correct</th></tr>"
+      .. "a bench's geomean over its tasks per repeat; median, a 95 % bootstrap interval of it, min–max</p><table><tr>"
+      .. "<th class=\"l\">parameter</th><th class=\"l\">value</th><th>median</th><th>95 % interval</th><th>min</th>"
+      .. "<th>max</th><th>n</th><th>correct</th></tr>"
     for _, g in ipairs(groups) do
       parts[#parts + 1] = string.format('<tr><td class="l">%s</td><td class="l">%s</td><td>%s</td><td>%s – %s</td><td>%s</td>'
         .. "<td>%s</td><td>%d</td><td>%d</td></tr>", esc(g.param), esc(g.value), fmt_x(g.median), fmt(g.low), fmt(g.high),
@@ -837,7 +838,7 @@ function report.html(data)
     return page(title, run_sub(data), run_body(data, store, ""), store)
   elseif data.kind == "bench" then
     local r = data.results
-    local title = string.format("%s on suite %s", r.strategy or "?", r.suite_name or r.suite or "?")
+    local title = string.format("%s on suite %s", r.label or r.strategy or "?", r.suite_name or r.suite or "?")
     local bits = { "bench, " .. #(r.tasks or {}) .. " tasks × " .. fmt_count(r["repeat"]) .. " repeats" }
     if r.model then bits[#bits + 1] = "model <b>" .. esc(r.model) .. "</b>" end
     if r.started then bits[#bits + 1] = "started " .. esc(r.started) end
