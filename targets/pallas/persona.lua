@@ -4,7 +4,7 @@
 --- tunables syntax, a kernel skeleton, what a plan must settle and how
 --- tuning injects values. Edit freely; the prompt tests check that every
 --- target has the required fields. The device, versions and chip figures
---- come from facts() in target.lua (table: tpu_chips.lua).
+--- come from facts() in facts.lua (table: tpu_chips.lua).
 return {
   target_desc = "accelerators (TPU, or GPU where the facts below say so), in JAX with Pallas kernels "
     .. "(jax.experimental.pallas)",
