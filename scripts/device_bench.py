@@ -30,7 +30,7 @@ import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "targets", "pallas"))
-import harness as H  # after sys.path names the harness's folder
+import harness as H  # the package targets/pallas/harness/, after sys.path names its parent
 
 
 def banks():

@@ -43,9 +43,10 @@ local function python()
   return M.python or os.getenv("MK_PYTHON") or M.default_python()
 end
 
---- Absolute path of harness.py.
+--- Absolute path of the harness, a package Python runs as a folder
+--- (`python targets/pallas/harness <step>`: its __main__.py).
 function M.harness()
-  return home.path("targets/pallas/harness.py")
+  return home.path("targets/pallas/harness")
 end
 
 local shell_quote = require("mk.services.util").sh_quote

@@ -1,4 +1,4 @@
-"""Tests of targets/pallas/harness.py (stdlib unittest), on real JAX.
+"""Tests of the harness, targets/pallas/harness/ (stdlib unittest), on real JAX.
 
   * pure logic (task loading, YAML, tunables, candidate screen, manifest,
     trace-event median, roofline, test-scale sizes): Python stdlib only;
@@ -24,15 +24,14 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-HARNESS = os.path.join(ROOT, "targets", "pallas", "harness.py")
+HARNESS = os.path.join(ROOT, "targets", "pallas", "harness")  # a package, run as a folder
 TASKS = os.path.join(HERE, "tasks")
 CANDS = os.path.join(HERE, "candidates")
 SUITE = os.path.join(ROOT, "examples", "suites", "pallas")
 EXAMPLE = os.path.join(ROOT, "examples", "tasks", "pallas")
 
-spec = importlib.util.spec_from_file_location("harness", HARNESS)
-H = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(H)
+sys.path.insert(0, os.path.dirname(HARNESS))
+H = importlib.import_module("harness")
 
 
 def have(mod):
@@ -55,7 +54,7 @@ def skip_unless(cond, reason):
 
 
 def run_harness(*args, env=None):
-    """Run harness.py in a subprocess; returns (json result, exit code, stderr)."""
+    """Run the harness in a subprocess; returns (json result, exit code, stderr)."""
     e = dict(os.environ)
     e["MK_PALLAS_POISON_MB"] = "1"
     e["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -1017,7 +1016,7 @@ class TestFloat32Reference(unittest.TestCase):
 
 
 class Session:
-    """`harness.py worker --session` driven as the engine drives it: a JSON
+    """`harness worker --session` driven as the engine drives it: a JSON
     request line in; a {"started": step} line, then the step's JSON object."""
 
     def __init__(self, tmp, env=None):
@@ -1102,12 +1101,12 @@ class TestSession(unittest.TestCase):
         # process it is not (what the refusal above prevents)
         self.assertEqual(run_harness("test", *self.cand("probe_x64"), "--tests", self.tests)[0]["status"], "ok")
         s.close()
-        both = ("import importlib.util, sys\n"
-                "spec = importlib.util.spec_from_file_location('harness', %r)\n"
-                "H = importlib.util.module_from_spec(spec); sys.modules['harness'] = H; spec.loader.exec_module(H)\n"
+        both = ("import sys\n"
+                "sys.path.insert(0, %r)\n"
+                "import harness as H\n"
                 "for c in sys.argv[1:]:\n"
                 "    r, _ = H.run_step(['test', '--task', %r, '--candidate', c, '--tests', %r], sys.stderr)\n"
-                "    print(r['status'])\n") % (HARNESS, self.task, self.tests)
+                "    print(r['status'])\n") % (os.path.dirname(HARNESS), self.task, self.tests)
         p = subprocess.run([sys.executable, "-c", both, os.path.join(CANDS, "leak_x64.py"),
                             os.path.join(CANDS, "probe_x64.py")], capture_output=True, text=True, timeout=600,
                            env=dict(os.environ, JAX_PLATFORMS="cpu", MK_PALLAS_POISON_MB="1"))

@@ -597,6 +597,11 @@ def _within_as_published(diff, w, both, nonfin_mismatch, atol, rtol, rms):
     return float(np.sqrt(np.mean(np.square(diff[both])))) <= rtol * rms if both.any() else False
 
 
+def _rms(x):
+    import numpy as np
+    return float(np.sqrt(np.mean(np.square(x))))
+
+
 def _within_reference_error(g, w, hi, both, atol, rtol):
     """Whether an output is as close to the reference evaluated in float32
     (`hi`, frozen beside a reference that computes in bfloat16 or float16)
@@ -620,8 +625,7 @@ def _within_reference_error(g, w, hi, both, atol, rtol):
     err = np.abs(g - hi)[ok]
     if (err > atol + rtol * np.abs(hi[ok]) + 2.0 * float(own.max())).any():
         return False, float(err.max())
-    rms = lambda x: float(np.sqrt(np.mean(np.square(x))))  # noqa: E731
-    return rms(err) <= rtol * rms(hi[ok]) + 2.0 * rms(own), float(err.max())
+    return _rms(err) <= rtol * _rms(hi[ok]) + 2.0 * _rms(own), float(err.max())
 
 
 def compare_outputs(got, want, atol, rtol, max_report=5, wide=None):
@@ -1982,9 +1986,9 @@ CASES_BUDGET_S = 120  # reference seconds the cases of an unscaled freeze may ta
 
 
 def _scaling():
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     try:
-        import scaling  # targets/pallas/scaling.py, beside this file
+        import scaling  # targets/pallas/scaling.py, beside this package
     finally:
         sys.path.pop(0)
     return scaling
@@ -3007,10 +3011,3 @@ def worker(argv):
     if req.get("cwd"):
         os.chdir(req["cwd"])
     return main([str(x) for x in req["argv"]])
-
-
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["worker"]:
-        sys.exit(worker(sys.argv[2:]))
-    watch_engine()
-    sys.exit(main())
