@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """mkengine's harness for the JAX Pallas target.
 
 One program, one subcommand per step, one JSON object on stdout:
@@ -31,7 +30,6 @@ environment cannot run the step (JAX missing...), 2 on bad arguments.
 """
 
 import argparse
-import ast
 import hashlib
 import importlib.util
 import io
@@ -43,734 +41,21 @@ import sys
 import time
 import traceback
 
+from .errors import CandidateError, CandidateRejected, HarnessError, candidate_failure, error_text, name_candidate
+from .tasks import _overrides, _read, load_task
+from .tunables import parse_tunables
+from .screen import scan_candidate
+from .suite import MANIFEST, case_ids, read_case, read_cases, sha256_file, verify_manifest, write_manifest
+from .arrays import _EXOTIC, load_arrays, save_arrays, write_json
+from .compare import check_outputs, compare_outputs
+
+
 HARNESS_VERSION = 3
-MANIFEST = "manifest.sha256"
+
+
 STATUSES = ("ok", "compile_error", "incorrect", "timeout", "crash", "rejected")
 # ... and "rescale": no verdict at this (shrunk) test scale, see lower_checked
 
-
-class HarnessError(Exception):
-    """An expected failure that is not the candidate's fault (bad task, no JAX)."""
-
-    def __init__(self, kind, message):
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-
-
-# --------------------------------------------------------------------------
-# Task loading (no JAX: files are parsed with ast, never executed)
-# --------------------------------------------------------------------------
-
-def _read(path):
-    with open(path, "r", encoding="utf-8") as f:
-        return f.read()
-
-
-def _module_info(source, filename):
-    """Top-level facts of a Python module: literal assignments, functions."""
-    try:
-        tree = ast.parse(source, filename=filename)
-    except SyntaxError as e:
-        raise HarnessError("bad_task", "%s: syntax error line %s: %s" % (filename, e.lineno, e.msg))
-    info = {"doc": ast.get_docstring(tree) or "", "literals": {}, "functions": {}}
-    lines = source.splitlines()
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            try:
-                info["literals"][node.targets[0].id] = ast.literal_eval(node.value)
-            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                pass
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            a = node.args
-            params = [p.arg for p in a.posonlyargs + a.args]
-            header = lines[node.lineno - 1].strip() if node.lineno - 1 < len(lines) else "def %s(...):" % node.name
-            # A signature may span lines: keep up to the closing "):".
-            i = node.lineno
-            while not header.rstrip().endswith(":") and i < len(lines) and i < node.lineno + 10:
-                header += " " + lines[i].strip()
-                i += 1
-            info["functions"][node.name] = {
-                "params": params,
-                "vararg": a.vararg.arg if a.vararg else None,
-                "kwonly": [p.arg for p in a.kwonlyargs],
-                "signature": header,
-                "doc": ast.get_docstring(node) or "",
-            }
-    return info
-
-
-def parse_yaml(text):
-    """Parse kernel_task.yaml with PyYAML (scripts/packages/pallas.pip pins
-    it; a MaxKernel task cannot be read without it)."""
-    try:
-        import yaml  # lazy: only MaxKernel task files need it
-    except ImportError:
-        raise HarnessError("no_yaml", "reading kernel_task.yaml needs PyYAML, which %s cannot import: run "
-                           "scripts/setup.sh (it installs the pinned PyYAML into .venv/) or pip install PyYAML"
-                           % sys.executable)
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise HarnessError("bad_task", "kernel_task.yaml is not valid YAML: %s" % e)
-    if not isinstance(data, dict):
-        raise HarnessError("bad_task", "kernel_task.yaml: top level is not a mapping")
-    return data
-
-
-def detect_format(task_dir):
-    """Which task format a directory holds: 'maxkernel', 'jaxbench', 'mk' or None."""
-    has = lambda n: os.path.isfile(os.path.join(task_dir, n))
-    if has("kernel_task.yaml") and has("reference.py"):
-        return "maxkernel"
-    if has("baseline.py"):
-        return "jaxbench"
-    if has("task.lua") and has("reference.py"):
-        return "mk"
-    return None
-
-
-def _tolerance_value(v, index, name):
-    if v is None:
-        return None
-    if isinstance(v, (list, tuple)):
-        if not v:
-            return None
-        return float(v[min(index, len(v) - 1)])
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        raise HarnessError("bad_task", "%s is not a number: %r" % (name, v))
-
-
-def load_task(task_dir, overrides=None):
-    """Describe the task in `task_dir` as a dict (see docs/targets/pallas.md)."""
-    overrides = overrides or {}
-    task_dir = os.path.abspath(task_dir)
-    if not os.path.isdir(task_dir):
-        raise HarnessError("bad_task", "not a directory: %s" % task_dir)
-    fmt = detect_format(task_dir)
-    if fmt is None:
-        raise HarnessError("bad_task", "%s: no baseline.py, reference.py + kernel_task.yaml, "
-                           "or task.lua + reference.py" % task_dir)
-    name = os.path.basename(task_dir.rstrip("/"))
-    ref_file = "baseline.py" if fmt == "jaxbench" else "reference.py"
-    source = _read(os.path.join(task_dir, ref_file))
-    info = _module_info(source, ref_file)
-    config = info["literals"].get("CONFIG") if isinstance(info["literals"].get("CONFIG"), dict) else {}
-    task = {
-        "name": name, "format": fmt, "dir": task_dir, "reference_file": ref_file,
-        "reference": source, "candidate_file": "kernel.py", "config": config,
-        "test_configs": info["literals"].get("TEST_CONFIGS") or [],
-        "has_get_flops": "get_flops" in info["functions"],
-    }
-    cfg_index = int(overrides.get("config_index") or 0)
-    if fmt == "maxkernel":
-        meta = parse_yaml(_read(os.path.join(task_dir, "kernel_task.yaml")))
-        task["name"] = str(meta.get("task_id") or name)
-        task["description"] = str(meta.get("description") or info["doc"] or "")
-        task["input_gen_code"] = meta.get("input_gen_code") or ""
-        atol = _tolerance_value(meta.get("atol"), cfg_index, "atol")
-        rtol = _tolerance_value(meta.get("rtol"), cfg_index, "rtol")
-        task["tolerance_lists"] = {k: meta[k] for k in ("atol", "rtol") if isinstance(meta.get(k), list)}
-        entry, inputs_fn = "computation", "get_inputs"
-    else:
-        task["name"] = name  # JAXBench ids are directory names; CONFIG['name'] stays in config
-        task["description"] = info["doc"] or ""
-        atol = _tolerance_value(config.get("atol"), cfg_index, "atol")
-        rtol = _tolerance_value(config.get("rtol"), cfg_index, "rtol")
-        entry, inputs_fn = "workload", "create_inputs"
-        if fmt == "mk":
-            # task.lua is Lua (the engine reads it); its tolerance and
-            # description are picked out here so the harness alone agrees.
-            lua = _read(os.path.join(task_dir, "task.lua"))
-            num = r"([0-9][0-9.]*(?:[eE][-+]?[0-9]+)?)"
-            m = re.search(r"\batol\s*=\s*" + num, lua)
-            atol = float(m.group(1)) if m else atol
-            m = re.search(r"\brtol\s*=\s*" + num, lua)
-            rtol = float(m.group(1)) if m else rtol
-            m = re.search(r"\bname\s*=\s*[\"']([\w.-]+)[\"']", lua)
-            task["name"] = m.group(1) if m else name
-    if overrides.get("name"):
-        task["name"] = overrides["name"]
-    for fn in (entry, inputs_fn):
-        if fn not in info["functions"]:
-            raise HarnessError("bad_task", "%s: no function %s()" % (ref_file, fn))
-    atol = float(overrides["atol"]) if overrides.get("atol") is not None else atol
-    rtol = float(overrides["rtol"]) if overrides.get("rtol") is not None else rtol
-    # The published protocol's default: atol = rtol = 1e-2.
-    task["tolerance"] = {"atol": 1e-2 if atol is None else atol, "rtol": 1e-2 if rtol is None else rtol}
-    task["entry"] = entry
-    task["inputs_fn"] = inputs_fn
-    task["signature"] = info["functions"][entry]["signature"]
-    task["entry_params"] = info["functions"][entry]["params"]
-    if not task["description"]:
-        task["description"] = "Implement %s with Pallas kernels." % task["signature"]
-    return task
-
-
-# --------------------------------------------------------------------------
-# Tunables (no JAX)
-# --------------------------------------------------------------------------
-
-_TUNE_RE = re.compile(r"^\s*(?:#|//)\s*mk:tune\s+([A-Za-z_]\w*)\s*(.*)$")
-
-
-def _literal(s):
-    try:
-        return ast.literal_eval(s)
-    except (ValueError, SyntaxError):
-        return s
-
-
-def parse_tunables(source):
-    """Tunables declared in a candidate, in order of declaration:
-    `# mk:tune block_m = [128, 256]` (Python form) or
-    `# mk:tune BLOCK 32 64 128` (the C form, accepted too).
-    Returns a list of {"name", "values"}; malformed lines raise HarnessError."""
-    out, seen = [], set()
-    for lineno, line in enumerate(source.splitlines(), 1):
-        m = _TUNE_RE.match(line)
-        if not m:
-            continue
-        name, rest = m.group(1), m.group(2).strip()
-        if rest.startswith("="):
-            try:
-                values = ast.literal_eval(rest[1:].strip())
-            except (ValueError, SyntaxError):
-                raise HarnessError("bad_tunable", "line %d: values of %s are not a Python literal list: %s"
-                                   % (lineno, name, rest[1:].strip()))
-            if not isinstance(values, (list, tuple)):
-                values = [values]
-            values = list(values)
-        else:
-            values = [_literal(v) for v in rest.replace(",", " ").split()]
-        if not values:
-            raise HarnessError("bad_tunable", "line %d: %s has no values" % (lineno, name))
-        if name in seen:
-            raise HarnessError("bad_tunable", "line %d: %s declared twice" % (lineno, name))
-        seen.add(name)
-        out.append({"name": name, "values": values})
-    return out
-
-
-# --------------------------------------------------------------------------
-# Static screen of candidates (no JAX)
-# --------------------------------------------------------------------------
-
-ALLOWED_IMPORTS = ("jax", "jaxlib", "numpy", "functools", "math", "typing", "dataclasses",
-                   "itertools", "operator", "collections", "enum", "abc", "__future__", "ml_dtypes")
-FORBIDDEN_CALLS = ("open", "exec", "eval", "compile", "__import__", "globals", "locals", "vars",
-                   "setattr", "delattr", "breakpoint", "input")
-# Modules a task's own file imports at module level for its benchmark()
-# helper (MaxKernel's GEMM reference: `import time`, `import json`). Importing
-# them does nothing; using them in code that can run is refused.
-INERT_IMPORTS = ("time", "json")
-FORBIDDEN_NAMES = ("mk_reference", "workload_reference", "__builtins__", "__loader__", "__spec__",
-                   "attrgetter", "methodcaller", "_getframe")  # the last three: see FORBIDDEN_ATTRS
-# Attributes (and getattr names) that reach the interpreter through an
-# allowed module: `typing.sys.modules["__main__"]` is the harness itself,
-# `typing.sys._getframe(1).f_back` its frames (the task, the reference).
-FORBIDDEN_ATTRS = ("sys", "_sys", "os", "_os", "modules", "_getframe", "f_back", "f_locals", "f_globals",
-                   "f_builtins", "tb_frame", "gi_frame", "cr_frame", "ag_frame", "builtins", "importlib",
-                   "subprocess", "attrgetter", "methodcaller", "_REAL")
-
-
-ENTRIES = ("workload", "computation")  # what the harness calls in a candidate
-
-
-def _is_main_guard(node):
-    """`if __name__ == "__main__":` (either operand order)."""
-    t = node.test if isinstance(node, ast.If) else None
-    if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq)):
-        return False
-    sides = [t.left, t.comparators[0]]
-    return (any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides)
-            and any(isinstance(x, ast.Constant) and x.value == "__main__" for x in sides))
-
-
-def _name_rebound(tree):
-    """Whether the candidate binds __name__ itself (then a __main__ block
-    might run on import and is screened like the rest)."""
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Name) and n.id == "__name__" and not isinstance(n.ctx, ast.Load):
-            return True
-        if isinstance(n, ast.alias) and n.asname == "__name__":
-            return True
-        if isinstance(n, (ast.Global, ast.Nonlocal)) and "__name__" in n.names:
-            return True
-    return False
-
-
-def _names_in(nodes):
-    """Every identifier and string constant in the subtrees (a function may
-    be reached by name, or by a string given to getattr)."""
-    out = set()
-    for root in nodes:
-        for n in ast.walk(root):
-            if isinstance(n, ast.Name):
-                out.add(n.id)
-            elif isinstance(n, ast.Constant) and isinstance(n.value, str):
-                out.add(n.value)
-    return out
-
-
-def _def_header(fn):
-    """The parts of a def that run when the module is imported: decorators,
-    default values, annotations."""
-    a = fn.args
-    parts = list(fn.decorator_list) + list(a.defaults) + [d for d in a.kw_defaults if d is not None]
-    parts += [x.annotation for x in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]
-              if x is not None and x.annotation is not None]
-    return parts + ([fn.returns] if fn.returns is not None else [])
-
-
-def screened_nodes(tree):
-    """The parts of a candidate that can run when the harness imports it and
-    calls its entry: module-level code (a `__main__` block excepted: the
-    module is imported under another name), and the bodies of the module's
-    functions reachable from that code or from the entry. Helpers nothing
-    reaches (a task file's benchmark(), get_flops()) never run: their
-    imports and calls are not the candidate's."""
-    skip_main = not _name_rebound(tree)
-    defs, top = {}, []
-    for st in tree.body:
-        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            defs.setdefault(st.name, []).append(st)
-            top += _def_header(st)
-        elif skip_main and _is_main_guard(st):
-            top += [st.test] + st.orelse
-        else:
-            top.append(st)
-    reached, todo = set(), list(_names_in(top) | set(ENTRIES))
-    while todo:
-        name = todo.pop()
-        if name in reached:
-            continue
-        reached.add(name)
-        for fn in defs.get(name, []):
-            todo += list(_names_in(fn.body) - reached)
-    bodies = [st for name in reached for fn in defs.get(name, []) for st in fn.body]
-    return [n for root in top + bodies for n in ast.walk(root)]
-
-
-def _assign_violations(node, imported):
-    targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-    bad = []
-    for t in targets:
-        base = t
-        while isinstance(base, (ast.Attribute, ast.Subscript)):
-            base = base.value
-        if t is not base and isinstance(base, ast.Name) and base.id in imported:
-            bad.append("line %d: assigning into imported module %s is not allowed (no patching "
-                       "of JAX, timers or the harness)" % (node.lineno, base.id))
-    return bad
-
-
-def _imported_modules(node):
-    if isinstance(node, ast.Import):
-        return [a.name for a in node.names]
-    if isinstance(node, ast.ImportFrom):
-        return [node.module or ""] if node.level == 0 else ["." * node.level + (node.module or "")]
-    return []
-
-
-def _node_violations(node, imported):
-    bad = []
-    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-        bad += _assign_violations(node, imported)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
-        name = node.args[1] if len(node.args) > 1 else None
-        if not (isinstance(name, ast.Constant) and isinstance(name.value, str)
-                and not name.value.startswith("__") and name.value not in FORBIDDEN_ATTRS):
-            bad.append("line %d: getattr() needs a constant, non-dunder attribute name" % node.lineno)
-    for m in _imported_modules(node):
-        if m.split(".", 1)[0] not in ALLOWED_IMPORTS + INERT_IMPORTS:
-            bad.append("line %d: import of %s is not allowed (allowed: %s)"
-                       % (node.lineno, m, ", ".join(ALLOWED_IMPORTS)))
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
-        bad.append("line %d: call of %s() is not allowed" % (node.lineno, node.func.id))
-    if isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
-        bad.append("line %d: use of %s is not allowed" % (node.lineno, node.id))
-    if isinstance(node, ast.Attribute) and node.attr in FORBIDDEN_ATTRS:
-        bad.append("line %d: access to .%s is not allowed (the interpreter, the harness and its frames "
-                   "are not the candidate's)" % (node.lineno, node.attr))
-    if isinstance(node, ast.Attribute) and node.attr in ("__globals__", "__code__", "__subclasses__",
-                                                          "__builtins__", "__dict__"):
-        bad.append("line %d: access to .%s is not allowed" % (node.lineno, node.attr))
-    return bad
-
-
-def _inert_uses(nodes):
-    """Uses of names bound by imports of INERT_IMPORTS (allowed imported,
-    never used)."""
-    bound = {}
-    for node in nodes:
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and \
-                any(m.split(".", 1)[0] in INERT_IMPORTS for m in _imported_modules(node)):
-            for a in node.names:
-                bound[(a.asname or a.name).split(".", 1)[0]] = _imported_modules(node)[0]
-    return ["line %d: use of %s (module %s) is not allowed: it may be imported, as a task's file does for its "
-            "benchmark helper, but not used" % (n.lineno, n.id, bound[n.id])
-            for n in nodes if isinstance(n, ast.Name) and n.id in bound]
-
-
-def scan_candidate(source, filename="kernel.py"):
-    """Rule violations of a candidate, as messages (empty list = clean).
-    Candidates may import JAX, numpy and a few pure stdlib modules; file,
-    process and introspection access (open, os, subprocess, eval, getattr...)
-    and references to the task's reference module are refused: they are the
-    ways to read the expected outputs, call the reference, or patch timers.
-    Only code that can run is screened (screened_nodes): a task's own file,
-    with its benchmark() helper and __main__ block, is a valid candidate."""
-    try:
-        tree = ast.parse(source, filename=filename)
-    except SyntaxError:
-        return []  # reported as a compile error by the import
-    nodes = screened_nodes(tree)
-    imported = set()
-    for node in nodes:
-        if isinstance(node, ast.Import):
-            imported.update((a.asname or a.name).split(".", 1)[0] for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            imported.update(a.asname or a.name for a in node.names)
-    bad = _inert_uses(nodes)
-    for node in nodes:
-        bad += _node_violations(node, imported)
-    return sorted(set(bad), key=lambda m: (int(m.split(":")[0].split()[1]), m))
-
-
-# --------------------------------------------------------------------------
-# Frozen test files: manifest, array encoding, comparison (numpy only)
-# --------------------------------------------------------------------------
-
-def sha256_file(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def write_manifest(tests_dir):
-    """Hash every file under tests_dir into manifest.sha256 (sha256sum
-    format: "<hex>  <relative path>"), the same file the C target writes."""
-    lines = []
-    for root, dirs, names in os.walk(tests_dir):
-        dirs.sort()
-        for n in sorted(names):
-            p = os.path.join(root, n)
-            rel = os.path.relpath(p, tests_dir)
-            if rel == MANIFEST or rel.endswith(".tmp"):
-                continue
-            lines.append("%s  %s\n" % (sha256_file(p), rel))
-    lines.sort(key=lambda l: l.split("  ", 1)[1])
-    tmp = os.path.join(tests_dir, MANIFEST + ".tmp")
-    with open(tmp, "w") as f:
-        f.writelines(lines)
-    os.replace(tmp, os.path.join(tests_dir, MANIFEST))
-    return len(lines)
-
-
-def read_manifest(tests_dir):
-    mpath = os.path.join(tests_dir, MANIFEST)
-    if not os.path.isfile(mpath):
-        raise HarnessError("no_tests", "no %s in %s: freeze the tests first" % (MANIFEST, tests_dir))
-    files = {}
-    with open(mpath) as f:
-        for ln in f:
-            ln = ln.rstrip("\n")
-            if not ln:
-                continue
-            digest, _, rel = ln.partition("  ")
-            if len(digest) != 64 or not rel:
-                raise HarnessError("tampered", "%s: malformed line %r" % (MANIFEST, ln))
-            files[rel] = digest
-    return files
-
-
-def verify_manifest(tests_dir, subset=None):
-    """Check the files of the manifest (only those under the top-level dirs
-    in `subset` when given; cases.json always). Raises HarnessError
-    ('tampered' | 'no_tests') on any mismatch."""
-    files = read_manifest(tests_dir)
-    if "cases.json" not in files:
-        raise HarnessError("tampered", "cases.json is not in the manifest")
-    for rel, digest in sorted(files.items()):
-        if subset and rel != "cases.json" and rel.split("/", 1)[0] not in subset:
-            continue
-        p = os.path.join(tests_dir, rel)
-        if not os.path.isfile(p):
-            raise HarnessError("tampered", "frozen test file missing: %s" % rel)
-        if sha256_file(p) != digest:
-            raise HarnessError("tampered", "frozen test file changed: %s" % rel)
-    return files
-
-
-_EXOTIC = {"bfloat16": "uint16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8",
-           "float8_e4m3fnuz": "uint8", "float8_e5m2fnuz": "uint8"}
-
-
-def encode_array(a):
-    """numpy array -> (storable numpy array, dtype name). Types numpy lacks
-    (bfloat16, float8) are stored as their raw bits."""
-    import numpy as np
-    name = str(a.dtype)
-    if name in _EXOTIC:
-        return np.ascontiguousarray(a).view(_EXOTIC[name]), name
-    return np.ascontiguousarray(a), name
-
-
-def decode_array(stored, name, for_compare=False):
-    """Inverse of encode_array. With for_compare, exotic types are widened to
-    float32 with numpy alone (no ml_dtypes needed)."""
-    import numpy as np
-    if name not in _EXOTIC:
-        return stored
-    if for_compare:
-        if name == "bfloat16":
-            return (stored.astype(np.uint32) << 16).view(np.float32)
-        try:
-            import ml_dtypes
-            return stored.view(getattr(ml_dtypes, name)).astype(np.float32)
-        except ImportError:
-            raise HarnessError("no_jax", "comparing %s needs ml_dtypes" % name)
-    import ml_dtypes
-    return stored.view(getattr(ml_dtypes, name))
-
-
-def save_arrays(path, arrays):
-    """Write a list of numpy arrays to an .npz; returns their meta list."""
-    import numpy as np
-    stored, meta = {}, []
-    for i, a in enumerate(arrays):
-        s, name = encode_array(np.asarray(a))
-        stored["a%d" % i] = s
-        meta.append({"dtype": name, "shape": list(s.shape)})
-    buf = io.BytesIO()
-    np.savez(buf, **stored)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(buf.getvalue())
-    os.replace(tmp, path)
-    return meta
-
-
-def write_json(path, obj):
-    """Write `obj` to `path` whole or not at all (through path.tmp), for a
-    reader that may come while a step is stopped mid-write."""
-    with open(path + ".tmp", "w") as f:
-        json.dump(obj, f)
-    os.replace(path + ".tmp", path)
-
-
-def load_arrays(path, meta, for_compare=False):
-    import numpy as np
-    with np.load(path, allow_pickle=False) as z:
-        return [decode_array(z["a%d" % i], m["dtype"], for_compare) for i, m in enumerate(meta)]
-
-
-def case_shapes(tests_dir, cid):
-    """', inputs (5, 7) float32, (7,) float32' for a failing case's message:
-    the model repairing a kernel needs the shapes, not only the case id."""
-    try:
-        with open(os.path.join(tests_dir, "inputs", cid + ".json")) as f:
-            meta = json.load(f)
-        parts = ["(%s) %s" % (", ".join(str(d) for d in m["shape"]) + ("," if len(m["shape"]) == 1 else ""),
-                              m.get("dtype", "")) for m in meta.get("inputs", [])]
-    except (OSError, ValueError, KeyError, TypeError):
-        return ""
-    return ", inputs " + ", ".join(p.strip() for p in parts) if parts else ""
-
-
-def _within_as_published(diff, w, both, nonfin_mismatch, atol, rtol, rms):
-    """Whether an output passes the task's tolerance as published (every
-    value within atol + rtol * |want|, atol unscaled) with a relative RMS
-    error of at most rtol (so zeros or a mis-scaled output of small values
-    still fail). A bfloat16 reference's own rounding can exceed the
-    RMS-scaled atol: 1p's causal attention at 4096 keys has outputs of RMS
-    0.07, where the XLA reference in bfloat16 is 3.6e-4 RMS from float32
-    and a float32 flash kernel 1.4e-4."""
-    import numpy as np
-    if nonfin_mismatch.any() or ((diff > atol + rtol * np.abs(w)) & both).any():
-        return False
-    return float(np.sqrt(np.mean(np.square(diff[both])))) <= rtol * rms if both.any() else False
-
-
-def _rms(x):
-    import numpy as np
-    return float(np.sqrt(np.mean(np.square(x))))
-
-
-def _within_reference_error(g, w, hi, both, atol, rtol):
-    """Whether an output is as close to the reference evaluated in float32
-    (`hi`, frozen beside a reference that computes in bfloat16 or float16)
-    as the reference itself is, within the task's tolerance: every value
-    within atol + rtol * |hi| + 2 * max|want - hi|, and an RMS error from
-    `hi` of at most rtol * rms(hi) + 2 * rms(want - hi) (twice the
-    reference's own error, as flash-attention kernels are commonly tested).
-    A kernel that computes in float32 can be further from the low-precision
-    reference than the tolerance while nearer the true value: 1p's causal
-    attention at held-out seed 1001 has a value where the bf16 reference is
-    0.0198 from float32 and a float32 flash kernel 0.0065, 0.0195 apart
-    (atol 1e-2). Returns (ok, max |got - hi|)."""
-    import numpy as np
-    hi = np.atleast_1d(np.asarray(hi, dtype=np.float64))
-    if hi.shape != w.shape:
-        return False, None
-    ok = both & np.isfinite(hi)
-    if not ok.any() or (both & ~ok).any():
-        return False, None
-    own = np.abs(w - hi)[ok]
-    err = np.abs(g - hi)[ok]
-    if (err > atol + rtol * np.abs(hi[ok]) + 2.0 * float(own.max())).any():
-        return False, float(err.max())
-    return _rms(err) <= rtol * _rms(hi[ok]) + 2.0 * _rms(own), float(err.max())
-
-
-def compare_outputs(got, want, atol, rtol, max_report=5, wide=None):
-    """Compare lists of numpy arrays. Returns {"ok", "reason", "message",
-    "max_abs_err", "max_rel_err", "mismatches"}. An element passes when
-    |got - want| <= atol * min(1, rms(want)) + rtol * |want|; an output
-    whose elements fail that passes when _within_as_published, or, when
-    `wide` (the reference evaluated in float32, one array per output) is
-    given, when _within_reference_error. Reasons: count, shape, nonfinite
-    (NaN/Inf where the expected is finite), zeros (an all-zero output that
-    fails: passing a loose atol with zeros is a known cheat), mismatch."""
-    import numpy as np
-    res = {"ok": True, "reason": None, "message": "", "max_abs_err": 0.0, "max_rel_err": 0.0, "mismatches": 0}
-
-    def fail(reason, msg):
-        res.update(ok=False, reason=reason, message=msg)
-        return res
-
-    if len(got) != len(want):
-        return fail("count", "expected %d output array(s), got %d" % (len(want), len(got)))
-    for k, (g, w) in enumerate(zip(got, want)):
-        g = np.asarray(g, dtype=np.float64)
-        w = np.asarray(w, dtype=np.float64)
-        label = "output %d" % k if len(want) > 1 else "output"
-        if g.shape != w.shape:
-            return fail("shape", "%s has shape %s, expected %s" % (label, tuple(g.shape), tuple(w.shape)))
-        g, w = np.atleast_1d(g), np.atleast_1d(w)  # a 0-d output (a scalar loss) as one value
-        if g.size == 0:
-            continue
-        wfin = np.isfinite(w)
-        bad = ~np.isfinite(g) & wfin
-        if bad.any():
-            idx = np.argwhere(bad)[0].tolist()
-            return fail("nonfinite", "%s has %d NaN/Inf value(s) where the reference is finite "
-                        "(first at index %s: %r): an unwritten or poisoned output, or a read of uninitialised "
-                        "memory (TPU interpret mode fills VMEM scratch with NaN)?"
-                        % (label, int(bad.sum()), idx, float(g[tuple(idx)])))
-        # The absolute term is scaled by the expected output's RMS (capped at
-        # 1), as in the C target: an all-zero or near-zero output cannot pass
-        # a loose atol on small-valued outputs.
-        rms = float(np.sqrt(np.mean(np.square(w[wfin])))) if wfin.any() else 0.0
-        atol_eff = atol * min(1.0, rms)
-        both = wfin & np.isfinite(g)
-        diff = np.abs(g - w)
-        diff[~both] = 0.0
-        # Non-finite expected values must be matched exactly (same NaN/Inf).
-        nonfin_mismatch = ~wfin & ~((np.isnan(w) & np.isnan(g)) | (w == g))
-        tol = atol_eff + rtol * np.abs(w)
-        over = (diff > tol) & both
-        over |= nonfin_mismatch
-        res["max_abs_err"] = max(res["max_abs_err"], float(diff.max()))
-        rel = diff / np.maximum(np.abs(w), 1e-30)
-        rel[~both] = 0.0
-        res["max_rel_err"] = max(res["max_rel_err"], float(rel.max()))
-        n = int(over.sum())
-        if n and rms > 0 and _within_as_published(diff, w, both, nonfin_mismatch, atol, rtol, rms):
-            res["loose_values"] = res.get("loose_values", 0) + n
-            n = 0
-        hi_err = None
-        if n and wide is not None and k < len(wide) and not nonfin_mismatch.any():
-            within, hi_err = _within_reference_error(g, w, wide[k], both, atol, rtol)
-            if within:
-                res["float32_values"] = res.get("float32_values", 0) + n
-                n = 0
-        if n and not np.any(g):
-            res["mismatches"] += n
-            return fail("zeros", "%s is all zeros but the reference's RMS is %.3g: zeros do not pass "
-                        "(the absolute tolerance is scaled by the output's RMS)" % (label, rms))
-        if n:
-            res["mismatches"] += n
-            idxs = np.argwhere(over)[:max_report]
-            ex = ", ".join("%s: got %.6g want %.6g" % (tuple(i.tolist()), g[tuple(i)], w[tuple(i)]) for i in idxs)
-            hi = "" if hi_err is None else (", and it is %.3g from the reference evaluated in float32, "
-                                             "more than the reference's own error allows" % hi_err)
-            return fail("mismatch", "%s: %d of %d values outside atol=%.3g (scaled to %.3g) rtol=%.3g "
-                        "(max abs err %.3g%s); e.g. %s"
-                        % (label, n, w.size, atol, atol_eff, rtol, float(diff.max()), hi, ex))
-    return res
-
-
-def read_cases(tests_dir):
-    with open(os.path.join(tests_dir, "cases.json")) as f:
-        return json.load(f)
-
-
-def case_ids(tests_dir, heldout=False):
-    """The frozen case ids of one group, from cases.json."""
-    return [c["id"] for c in read_cases(tests_dir)["cases"] if bool(c.get("heldout")) == heldout]
-
-
-def read_case(tests_dir, cid):
-    with open(os.path.join(tests_dir, "inputs", cid + ".json")) as f:
-        return json.load(f)
-
-
-def check_outputs(tests_dir, outputs_dir, cases, atol, rtol, calls=("first", "repeat"), present_only=False):
-    """Compare run's (or bench's) outputs with expected ones for `cases`
-    (numpy only). Outputs are <case>.<call>.npz for each call name. With
-    `present_only` (a run that ran out of time), a missing output is
-    skipped, not a failure; the verdict counts the calls checked
-    (`checked_calls` of `calls`) and their seconds (`call_s`, as the run
-    recorded them)."""
-    verify_manifest(tests_dir, subset={"expected", "inputs"})
-    results, verdict = [], {"status": "ok", "correct": True, "message": ""}
-    counts = {"checked_calls": 0, "calls": len(cases) * len(calls), "call_s": []}
-    for cid in cases:
-        with open(os.path.join(tests_dir, "expected", cid + ".json")) as f:
-            emeta = json.load(f)
-        want = load_arrays(os.path.join(tests_dir, "expected", cid + ".npz"), emeta["outputs"], True)
-        wide = (load_arrays(os.path.join(tests_dir, "expected", cid + ".f32.npz"), emeta["float32"], True)
-                if emeta.get("float32") else None)
-        for call in calls:
-            opath = os.path.join(outputs_dir, "%s.%s.npz" % (cid, call))
-            mpath = os.path.join(outputs_dir, "%s.%s.json" % (cid, call))
-            if not os.path.isfile(opath) or not os.path.isfile(mpath):
-                if present_only:
-                    continue
-                r = {"ok": False, "reason": "missing", "message": "no %s output for case %s" % (call, cid)}
-            else:
-                with open(mpath) as f:
-                    ometa = json.load(f)
-                got = load_arrays(opath, ometa["outputs"], True)
-                r = compare_outputs(got, want, atol, rtol, wide=wide)
-                counts["checked_calls"] += 1
-                if isinstance(ometa.get("call_s"), (int, float)):
-                    counts["call_s"].append(ometa["call_s"])
-            r.update(case=cid, call=call)
-            results.append(r)
-            if not r["ok"]:
-                break
-        if results and not results[-1]["ok"]:
-            r = results[-1]
-            verdict = {"status": "incorrect", "correct": False,
-                       "message": "case %s (%s call%s): %s" % (cid, r["call"], case_shapes(tests_dir, cid), r["message"]),
-                       "reason": r["reason"]}
-            break
-    verdict["cases"] = results
-    if present_only:
-        verdict.update(counts)
-    return verdict
-
-
-# --------------------------------------------------------------------------
-# Device timing from trace events (pure logic; the JAX part feeds it dicts)
-# --------------------------------------------------------------------------
 
 def median(xs):
     xs = sorted(xs)
@@ -823,10 +108,6 @@ def _module_matches(event_name, module):
     base = event_name.split("(", 1)[0].strip()
     return base == module or base.startswith(module + ".") or base == module + "_1"
 
-
-# --------------------------------------------------------------------------
-# Roofline (pure logic)
-# --------------------------------------------------------------------------
 
 # Dense bf16 peaks per chip; FLOP/s and bytes/s.
 PEAKS = [
@@ -896,10 +177,6 @@ def roofline_text(r, what="kernel"):
             s += "."
     return s
 
-
-# --------------------------------------------------------------------------
-# JAX-side helpers (import JAX only when called)
-# --------------------------------------------------------------------------
 
 _REAL = {}
 
@@ -1468,65 +745,6 @@ def load_candidate(path, params=None, interpret="off", chip=None):
     return mod
 
 
-class CandidateRejected(Exception):
-    """The candidate broke a rule (see scan_candidate)."""
-
-
-class CandidateError(Exception):
-    def __init__(self, phase, exc):
-        super().__init__(str(exc))
-        self.phase, self.exc = phase, exc
-
-
-def error_text(exc, candidate_path=None, limit=6000):
-    """Exception text for an LLM: type, message, and the candidate's frames."""
-    msg = "%s: %s" % (type(exc).__name__, exc)
-    if getattr(exc, "mk_note", None):
-        msg = "%s: %s" % (exc.mk_note, msg)
-    frames = traceback.extract_tb(exc.__traceback__)
-    mine = [f for f in frames if candidate_path and os.path.abspath(f.filename) == os.path.abspath(candidate_path)]
-    if candidate_path:
-        msg = name_candidate(msg, candidate_path)
-    if isinstance(exc, SyntaxError) and exc.lineno:
-        mine_txt = "kernel.py:%s: %s" % (exc.lineno, (exc.text or "").rstrip())
-        msg = mine_txt + "\n" + msg
-    elif mine:
-        msg = "\n".join("kernel.py:%d in %s: %s" % (f.lineno, f.name, (f.line or "").strip()) for f in mine) + "\n" + msg
-    elif candidate_path:
-        # Errors raised while lowering (after tracing) carry no candidate
-        # frame, but Pallas names the kernel's source line in the text.
-        m = re.search(r"kernel\.py:(\d+)", msg)
-        if m:
-            msg = "kernel.py:%s: %s\n%s" % (m.group(1), _source_line(candidate_path, int(m.group(1))), msg)
-    if len(msg) > limit:
-        msg = msg[:limit // 2] + "\n...[truncated]...\n" + msg[-limit // 2:]
-    return msg
-
-
-def name_candidate(text, candidate_path):
-    """The candidate's absolute path, as JAX prints it, shown as kernel.py."""
-    return text.replace(os.path.abspath(candidate_path), "kernel.py") if candidate_path else text
-
-
-def _source_line(path, lineno):
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-        return lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
-    except OSError:
-        return ""
-
-
-def classify_compile_error(text):
-    if "Mosaic failed to compile" in text:
-        return "mosaic"
-    if "RESOURCE_EXHAUSTED" in text and "vmem" in text.lower():
-        return "vmem_oom"
-    if "RESOURCE_EXHAUSTED" in text:
-        return "oom"
-    return "xla"
-
-
 def entry_fn(task, mod, statics):
     """A jit-able function of the dynamic inputs named mk_candidate/mk_reference."""
     f = getattr(mod, task["entry"], None)
@@ -1575,12 +793,6 @@ def lower_and_compile(jax, fn, args, candidate_path=None, interpret="off"):
         compiled = _WithStatics(compiled, static_positions(args))
     return compiled, {"lower_s": t1 - t0, "compile_s": time.perf_counter() - t1}
 
-
-# --------------------------------------------------------------------------
-# Escalation: a kernel whose blocks were chosen for the task's own sizes
-# (an empty grid, a block larger than the array, its own shape check) cannot
-# be judged at a shrunk test scale; the engine re-tests it at larger scales.
-# --------------------------------------------------------------------------
 
 _SCALE_HINTS = []  # why the kernel looks made for larger sizes, from the pallas_calls traced
 _CASE_HINTS = {}  # case id -> the block hints of a scaled case that lowered (see lower_checked)
@@ -1716,7 +928,7 @@ def traces_at_own_sizes(jax, task, mod):
     hints = list(_SCALE_HINTS)
     try:
         ref = reference_module(task)
-        ab = _scaling()._abstract_inputs(sys.modules[__name__], jax, task, ref, None, None)
+        ab = _scaling()._abstract_inputs(sys.modules[__package__], jax, task, ref, None, None)
         if ab is None:
             return False
         dyn, statics = ab
@@ -1749,16 +961,6 @@ def exec_key(args, statics, config):
     return json.dumps([[list(x.shape), str(x.dtype)] if hasattr(x, "shape") else repr(x) for x in args]
                       + [repr(statics), config], sort_keys=True, default=str)
 
-
-# --------------------------------------------------------------------------
-# Work inside and outside the Pallas kernels: a kernel whose plain-JAX part
-# does the reference's work (the reference called in disguise, a matmul in
-# jnp with a Pallas epilogue, a fallback "off TPU") is no Pallas kernel.
-# Counted on the traced jaxpr, in the same units for the reference (at
-# freeze) and the candidate: a contraction 2 x output x contracted size, a
-# convolution 2 x output x its kernel's size per output channel, any other
-# computation the size of its largest operand; moving data counts nothing.
-# --------------------------------------------------------------------------
 
 _MOVES = frozenset((
     "reshape", "transpose", "broadcast_in_dim", "squeeze", "expand_dims", "slice", "dynamic_slice",
@@ -1890,18 +1092,6 @@ def rescale_instead(cid, verdict):
     return None
 
 
-def candidate_failure(err, candidate_path):
-    text = error_text(err.exc, candidate_path)
-    out = {"status": "compile_error", "phase": err.phase, "message": text}
-    if err.phase == "compile":
-        out["kind"] = classify_compile_error(text)
-    elif err.phase == "lower":
-        out["kind"] = "lowering"
-    else:
-        out["kind"] = "import"
-    return out
-
-
 def device_info(jax):
     d = jax.devices()[0]
     return {"platform": d.platform, "device_kind": getattr(d, "device_kind", ""), "jax_version": jax.__version__}
@@ -1937,10 +1127,6 @@ def frozen_case_inputs(tests_dir, cid):
         args.append(jax.device_put(next(it)) if kind == "array" else meta["scalars"].pop(0))
     return args, meta.get("statics", [])
 
-
-# --------------------------------------------------------------------------
-# Subcommands
-# --------------------------------------------------------------------------
 
 def python_paths():
     """Directories this interpreter needs (prefixes, sys.path), top-level
@@ -2019,7 +1205,7 @@ def choose_scale(jax, task, ref, dtype, a):
         sys.stderr.write(m + "\n")
     if a.scale_factor:
         syms = sc.symbols(task["reference"], task["inputs_fn"], task["config"], task["entry"])
-        chosen = sc.try_factor(sys.modules[__name__], jax, task, ref, dtype, syms, a.scale_factor, mem // 3,
+        chosen = sc.try_factor(sys.modules[__package__], jax, task, ref, dtype, syms, a.scale_factor, mem // 3,
                                sc.FACTOR_FLOP_BUDGET, tier=a.scale_tier)
         if chosen.reason and (chosen.reason != "nothing to scale" or a.scale_tier):  # no widths: not a scale
             raise HarnessError("cannot_freeze", "%s at scale factor %d: %s" % (task["name"], a.scale_factor,
@@ -2027,7 +1213,7 @@ def choose_scale(jax, task, ref, dtype, a):
         tried = [chosen]
     else:
         target = test_scale_target(jax, a.test_scale)
-        chosen, tried = sc.choose(sys.modules[__name__], jax, task, ref, dtype, target, mem // 3, log)
+        chosen, tried = sc.choose(sys.modules[__package__], jax, task, ref, dtype, target, mem // 3, log)
     record = {"factor": chosen.f, "target": None if a.scale_factor else test_scale_target(jax, a.test_scale),
               "tier": chosen.plan.get("tier"),
               "config": chosen.plan["config"], "inputs": chosen.plan["inputs"], "pinned": chosen.plan["pinned"],
@@ -2581,10 +1767,6 @@ def cmd_baseline(a):
     return res
 
 
-# --------------------------------------------------------------------------
-# Command line
-# --------------------------------------------------------------------------
-
 def _int_list(s):
     if not s:
         return []
@@ -2598,10 +1780,6 @@ def _params(a):
     if not isinstance(p, dict):
         raise HarnessError("bad_args", "--params must be a JSON object")
     return p
-
-
-def _overrides(a):
-    return {"atol": a.atol, "rtol": a.rtol, "name": a.name, "config_index": a.config_index}
 
 
 def build_parser():
