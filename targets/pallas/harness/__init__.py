@@ -25,17 +25,19 @@ from .races import (_ClockRows, _fast_race_checks, reset_tpu_interpret, _Tee, _R
     _clear_races, call_checked)
 from .chip import DEFAULT_CHIP, _EMULATED, _EmulatedDevice, _asks_for_chip, _device_list, emulate_chip
 from .escalation import (_SCALE_HINTS, _CASE_HINTS, Rescale, _spec_list, _block_over, MAX_GRID_WALK, _uncovered,
-    scale_hints, _record_hints, watch_pallas_calls, own_check_raised, case_is_scaled, rescale_instead)
+    scale_hints, _record_hints, watch_pallas_calls, own_check_raised, traces_at_own_sizes, case_is_scaled,
+    rescale_instead)
 from .work import _MOVES, _size, _eqn_work, jaxpr_work, traced_work, case_work
 from .candidate import _SESSION, _candidate_key, load_candidate, lower_and_compile, exec_key, lower_checked
-from .steps import (HARNESS_VERSION, STATUSES, traces_at_own_sizes, python_paths, cmd_load, cmd_tunables,
-    _split_inputs, TEST_SCALE_TARGET, CASES_BUDGET_S, _scaling, test_scale_target, choose_scale, freeze_plan,
-    NARROW_FLOATS, WIDE_BUDGET_S, WIDE_AGREE, WideRefused, _narrow, reference_in_float32, freeze_case, cmd_freeze,
-    cmd_verify, _case_config, _bench_args, _timing_kind, _bench_case, timed_scale, _candidate_compiled,
-    cmd_compile, cmd_run, _run_cases, cmd_check, cmd_test, cmd_bench, cmd_profile, cmd_baseline, _int_list,
-    _params, build_parser, _PARSERS, _parser, _json_default, _clean, PROCESS_ID, ENGINE_GONE_EXIT, watch_engine,
-    PHASE, rss_mb, peak_rss_mb, start_limits, _env_number, _cpu_s, run_step, answer, _own_stdout, main, warm_up,
-    _request_lines, STEP_OUTPUT_KEEP, _StepOutput, serve, worker)
+from .protocol import HARNESS_VERSION, STATUSES, _json_default, _clean, PROCESS_ID, answer, _own_stdout
+from .limits import ENGINE_GONE_EXIT, watch_engine, PHASE, rss_mb, peak_rss_mb, start_limits, _env_number, _cpu_s
+from .freeze import (_split_inputs, TEST_SCALE_TARGET, CASES_BUDGET_S, test_scale_target, choose_scale,
+    freeze_plan, NARROW_FLOATS, WIDE_BUDGET_S, WIDE_AGREE, WideRefused, _narrow, reference_in_float32, freeze_case,
+    cmd_freeze, cmd_verify, _int_list)
+from .steps import (python_paths, cmd_load, cmd_tunables, _case_config, _bench_args, _timing_kind, _bench_case,
+    timed_scale, _candidate_compiled, cmd_compile, cmd_run, _run_cases, cmd_check, cmd_test, cmd_bench,
+    cmd_profile, cmd_baseline, _params, build_parser, _PARSERS, _parser, run_step, main, warm_up, _request_lines,
+    STEP_OUTPUT_KEEP, _StepOutput, serve, worker)
 
 __all__ = ("HarnessError", "CandidateRejected", "CandidateError", "error_text", "name_candidate", "_source_line",
     "classify_compile_error", "candidate_failure", "_read", "_module_info", "parse_yaml", "detect_format",
@@ -55,15 +57,15 @@ __all__ = ("HarnessError", "CandidateRejected", "CandidateError", "error_text", 
     "_fast_race_checks", "reset_tpu_interpret", "_Tee", "_RACE_RE", "_OOB_RE", "_races_found", "_clear_races",
     "call_checked", "DEFAULT_CHIP", "_EMULATED", "_EmulatedDevice", "_asks_for_chip", "_device_list",
     "emulate_chip", "_SCALE_HINTS", "_CASE_HINTS", "Rescale", "_spec_list", "_block_over", "MAX_GRID_WALK",
-    "_uncovered", "scale_hints", "_record_hints", "watch_pallas_calls", "own_check_raised", "case_is_scaled",
-    "rescale_instead", "_MOVES", "_size", "_eqn_work", "jaxpr_work", "traced_work", "case_work", "_SESSION",
-    "_candidate_key", "load_candidate", "lower_and_compile", "exec_key", "lower_checked", "HARNESS_VERSION",
-    "STATUSES", "traces_at_own_sizes", "python_paths", "cmd_load", "cmd_tunables", "_split_inputs",
-    "TEST_SCALE_TARGET", "CASES_BUDGET_S", "_scaling", "test_scale_target", "choose_scale", "freeze_plan",
+    "_uncovered", "scale_hints", "_record_hints", "watch_pallas_calls", "own_check_raised", "traces_at_own_sizes",
+    "case_is_scaled", "rescale_instead", "_MOVES", "_size", "_eqn_work", "jaxpr_work", "traced_work", "case_work",
+    "_SESSION", "_candidate_key", "load_candidate", "lower_and_compile", "exec_key", "lower_checked",
+    "HARNESS_VERSION", "STATUSES", "_json_default", "_clean", "PROCESS_ID", "answer", "_own_stdout",
+    "ENGINE_GONE_EXIT", "watch_engine", "PHASE", "rss_mb", "peak_rss_mb", "start_limits", "_env_number", "_cpu_s",
+    "_split_inputs", "TEST_SCALE_TARGET", "CASES_BUDGET_S", "test_scale_target", "choose_scale", "freeze_plan",
     "NARROW_FLOATS", "WIDE_BUDGET_S", "WIDE_AGREE", "WideRefused", "_narrow", "reference_in_float32",
-    "freeze_case", "cmd_freeze", "cmd_verify", "_case_config", "_bench_args", "_timing_kind", "_bench_case",
-    "timed_scale", "_candidate_compiled", "cmd_compile", "cmd_run", "_run_cases", "cmd_check", "cmd_test",
-    "cmd_bench", "cmd_profile", "cmd_baseline", "_int_list", "_params", "build_parser", "_PARSERS", "_parser",
-    "_json_default", "_clean", "PROCESS_ID", "ENGINE_GONE_EXIT", "watch_engine", "PHASE", "rss_mb", "peak_rss_mb",
-    "start_limits", "_env_number", "_cpu_s", "run_step", "answer", "_own_stdout", "main", "warm_up",
-    "_request_lines", "STEP_OUTPUT_KEEP", "_StepOutput", "serve", "worker")
+    "freeze_case", "cmd_freeze", "cmd_verify", "_int_list", "python_paths", "cmd_load", "cmd_tunables",
+    "_case_config", "_bench_args", "_timing_kind", "_bench_case", "timed_scale", "_candidate_compiled",
+    "cmd_compile", "cmd_run", "_run_cases", "cmd_check", "cmd_test", "cmd_bench", "cmd_profile", "cmd_baseline",
+    "_params", "build_parser", "_PARSERS", "_parser", "run_step", "main", "warm_up", "_request_lines",
+    "STEP_OUTPUT_KEEP", "_StepOutput", "serve", "worker")

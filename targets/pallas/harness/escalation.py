@@ -9,7 +9,10 @@ import math
 import os
 import traceback
 
+from . import scaling
 from .suite import read_case, read_cases
+from .jaxcall import jit_static
+from .inputs import config_scope, entry_fn, reference_module
 
 
 _SCALE_HINTS = []  # why the kernel looks made for larger sizes, from the pallas_calls traced
@@ -134,6 +137,29 @@ def own_check_raised(exc, candidate_path):
             return True
         exc, seen = exc.__cause__ or exc.__context__, seen + 1
     return False
+
+
+def traces_at_own_sizes(jax, task, mod):
+    """Whether the candidate traces at the task's own sizes, abstractly
+    (inputs as shapes from the inputs function under the task's own
+    CONFIG; nothing is made or run). A kernel that fails to trace at a
+    test-scaled case but traces there was made for those sizes (a splash
+    kernel's mask tables, made with numpy for whole blocks): the failure
+    is the scale's, not the kernel's."""
+    hints = list(_SCALE_HINTS)
+    try:
+        ref = reference_module(task)
+        ab = scaling._abstract_inputs(jax, task, ref, None, None)
+        if ab is None:
+            return False
+        dyn, statics = ab
+        with config_scope(mod, dict(getattr(ref, "CONFIG", None) or {}), strict=False):
+            jit_static(jax, entry_fn(task, mod, statics), dyn).trace(*dyn)
+        return True
+    except Exception:  # it fails there too: its own fault
+        return False
+    finally:
+        _SCALE_HINTS[:] = hints
 
 
 def case_is_scaled(tests_dir, cid):

@@ -30,10 +30,8 @@ environment cannot run the step (JAX missing...), 2 on bad arguments.
 """
 
 import argparse
-import hashlib
 import importlib.util
 import json
-import math
 import os
 import sys
 import time
@@ -42,49 +40,21 @@ import traceback
 from .errors import CandidateError, CandidateRejected, HarnessError, candidate_failure, error_text
 from .tasks import _overrides, _read, load_task
 from .tunables import parse_tunables
-from .suite import MANIFEST, case_ids, read_case, read_cases, sha256_file, verify_manifest, write_manifest
+from .suite import case_ids, read_case, read_cases, verify_manifest
 from .arrays import _EXOTIC, load_arrays, save_arrays, write_json
 from .compare import check_outputs, compare_outputs
-from .jaxcall import _clock, _jax, _leaves, _to_numpy, device_info, jit_static, poison_device
+from .jaxcall import _clock, _jax, _leaves, _to_numpy, device_info, poison_device
 from .timing import time_compiled
 from .roofline import _cost, _io_bytes, chip_peaks, roofline, roofline_text, task_flops
 from .inputs import _resolve_dtype, config_scope, entry_fn, frozen_case_inputs, make_inputs, reference_module
 from .interpret import ProgressFile, interpret_mode
 from .races import call_checked
 from .chip import DEFAULT_CHIP
-from .escalation import Rescale, _CASE_HINTS, _SCALE_HINTS, rescale_instead
-from .work import traced_work
+from .escalation import Rescale, _CASE_HINTS, _SCALE_HINTS, rescale_instead, traces_at_own_sizes
 from .candidate import _SESSION, exec_key, load_candidate, lower_and_compile, lower_checked
-
-
-HARNESS_VERSION = 3
-
-
-STATUSES = ("ok", "compile_error", "incorrect", "timeout", "crash", "rejected")
-# ... and "rescale": no verdict at this (shrunk) test scale, see lower_checked
-
-
-def traces_at_own_sizes(jax, task, mod):
-    """Whether the candidate traces at the task's own sizes, abstractly
-    (inputs as shapes from the inputs function under the task's own
-    CONFIG; nothing is made or run). A kernel that fails to trace at a
-    test-scaled case but traces there was made for those sizes (a splash
-    kernel's mask tables, made with numpy for whole blocks): the failure
-    is the scale's, not the kernel's."""
-    hints = list(_SCALE_HINTS)
-    try:
-        ref = reference_module(task)
-        ab = _scaling()._abstract_inputs(sys.modules[__package__], jax, task, ref, None, None)
-        if ab is None:
-            return False
-        dyn, statics = ab
-        with config_scope(mod, dict(getattr(ref, "CONFIG", None) or {}), strict=False):
-            jit_static(jax, entry_fn(task, mod, statics), dyn).trace(*dyn)
-        return True
-    except Exception:  # it fails there too: its own fault
-        return False
-    finally:
-        _SCALE_HINTS[:] = hints
+from .protocol import HARNESS_VERSION, PROCESS_ID, _clean, _own_stdout, answer
+from .limits import PHASE, _cpu_s, _env_number, peak_rss_mb, start_limits, watch_engine
+from .freeze import TEST_SCALE_TARGET, cmd_freeze, cmd_verify
 
 
 def python_paths():
@@ -108,236 +78,6 @@ def cmd_load(a):
 
 def cmd_tunables(a):
     return {"status": "ok", "tunables": parse_tunables(_read(a.candidate))}
-
-
-def _split_inputs(dyn):
-    """Arrays go to the .npz; Python scalars to JSON."""
-    import numpy as np
-    kinds, arrays, scalars = [], [], []
-    for x in dyn:
-        if hasattr(x, "shape") and hasattr(x, "dtype"):
-            kinds.append("array")
-            arrays.append(np.asarray(x))
-        elif isinstance(x, (bool, int, float, str)) or x is None:
-            kinds.append("scalar")
-            scalars.append(x)
-        else:
-            raise HarnessError("bad_task", "input of type %s cannot be frozen" % type(x).__name__)
-    return kinds, arrays, scalars
-
-
-TEST_SCALE_TARGET = 256  # the first scale tried brings the largest size to about this (scaling.py)
-CASES_BUDGET_S = 120  # reference seconds the cases of an unscaled freeze may take; fewer cases beyond
-
-
-def _scaling():
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    try:
-        import scaling  # targets/pallas/scaling.py, beside this package
-    finally:
-        sys.path.pop(0)
-    return scaling
-
-
-def test_scale_target(jax, value):
-    """--test-scale: 'auto' (scale on a CPU backend, where kernels are
-    interpreted; not on a device), 'off' / 0, or the size the largest
-    dimension is brought to first, as an integer."""
-    v = str(value or "auto").lower()
-    if v == "auto":
-        return TEST_SCALE_TARGET if jax.default_backend() == "cpu" else None
-    if v in ("off", "0", "none", "false"):
-        return None
-    try:
-        n = int(v)
-    except ValueError:
-        raise HarnessError("bad_args", "--test-scale must be auto, off or a size, not %r" % value)
-    return n if n > 0 else None
-
-
-def choose_scale(jax, task, ref, dtype, a):
-    """The Attempt whose sizes the cases use (scaling.py), and the record of
-    the search for cases.json. --scale-factor F freezes at F, unsearched."""
-    sc = _scaling()
-    mem = int(os.environ.get("MK_PALLAS_MEM_MB") or 0) << 20
-    def log(m):
-        sys.stderr.write(m + "\n")
-    if a.scale_factor:
-        syms = sc.symbols(task["reference"], task["inputs_fn"], task["config"], task["entry"])
-        chosen = sc.try_factor(sys.modules[__package__], jax, task, ref, dtype, syms, a.scale_factor, mem // 3,
-                               sc.FACTOR_FLOP_BUDGET, tier=a.scale_tier)
-        if chosen.reason and (chosen.reason != "nothing to scale" or a.scale_tier):  # no widths: not a scale
-            raise HarnessError("cannot_freeze", "%s at scale factor %d: %s" % (task["name"], a.scale_factor,
-                                                                             chosen.reason))
-        tried = [chosen]
-    else:
-        target = test_scale_target(jax, a.test_scale)
-        chosen, tried = sc.choose(sys.modules[__package__], jax, task, ref, dtype, target, mem // 3, log)
-    record = {"factor": chosen.f, "target": None if a.scale_factor else test_scale_target(jax, a.test_scale),
-              "tier": chosen.plan.get("tier"),
-              "config": chosen.plan["config"], "inputs": chosen.plan["inputs"], "pinned": chosen.plan["pinned"],
-              "flops": chosen.flops, "call_s": chosen.call_s, "tried": [t.record() for t in tried]}
-    return chosen, record
-
-
-def freeze_plan(task, seeds, heldout, scale):
-    """[(case id, seed, CONFIG overrides, held-out)]; when the reference is
-    slow at the chosen sizes, only seed 0 and one held-out seed are kept."""
-    cfg = scale.plan["config"] or None
-    plan = [("s%d" % s, s, cfg, False) for s in seeds]
-    for i, over in enumerate(task["test_configs"]):
-        plan.append(("c%d" % i, seeds[0], dict(cfg or {}, **over), False))
-    plan += [("h%d" % s, s, cfg, True) for s in heldout]
-    warn = []
-    per_case = (scale.call_s or 0.0) * 2  # the inputs and the call
-    if per_case * len(plan) > CASES_BUDGET_S and len(plan) > 2:
-        keep = [c for c in plan if not c[3]][:1] + [c for c in plan if c[3]][:1]
-        warn.append("the reference takes %.1f s a call at these sizes: %d of %d cases kept (%s)"
-                    % (scale.call_s, len(keep), len(plan), ", ".join(c[0] for c in keep)))
-        plan = keep
-    return plan, warn
-
-
-NARROW_FLOATS = ("bfloat16", "float16") + tuple(n for n in _EXOTIC if n.startswith("float8"))
-WIDE_BUDGET_S = 60  # seconds a freeze may spend evaluating the reference in float32
-WIDE_AGREE = 0.25  # ... whose outputs must be within this relative RMS of the reference's own
-
-
-class WideRefused(ValueError):
-    """A float32 evaluation of the reference that is not kept."""
-
-
-def _narrow(x):
-    return hasattr(x, "dtype") and str(x.dtype) in NARROW_FLOATS
-
-
-def reference_in_float32(jax, fn, dyn, outs):
-    """The reference's outputs with its bfloat16/float16 inputs widened to
-    float32 (exactly: the same values), as numpy arrays, when its inputs or
-    outputs are of such a type; else None. The bound of what a kernel
-    computing in float32 may differ from the low-precision reference
-    (compare_outputs `wide`). Raises when the reference refuses float32."""
-    if not any(_narrow(x) for x in list(dyn) + list(outs)):
-        return None
-    import numpy as np
-    wide = [x.astype("float32") if _narrow(x) else x for x in dyn]
-    res = [_to_numpy(o) for o in _leaves(jit_static(jax, fn, wide)(*wide))]
-    if [r.shape for r in res] != [o.shape for o in outs]:
-        raise WideRefused("its float32 outputs have shapes %s, not %s"
-                         % ([r.shape for r in res], [o.shape for o in outs]))
-    res = [r.astype("float32") if r.dtype.kind == "f" else r for r in res]
-    # Rounding moves a result a little; a reference that does something else
-    # in float32 (a branch on its dtype) would excuse anything: not kept.
-    for k, (r, o) in enumerate(zip(res, outs)):
-        hi, lo = np.asarray(r, np.float64), np.asarray(o.astype("float32") if _narrow(o) else o, np.float64)
-        fin = np.isfinite(hi) & np.isfinite(lo)
-        if (np.isfinite(hi) != np.isfinite(lo)).any():
-            raise WideRefused("output %d is finite in one precision and not the other" % k)
-        size = float(np.sqrt(np.mean(np.square(hi[fin])))) if fin.any() else 0.0
-        off = float(np.sqrt(np.mean(np.square(hi[fin] - lo[fin])))) if fin.any() else 0.0
-        if off > WIDE_AGREE * size:
-            raise WideRefused("output %d is %.3g RMS from its own (RMS %.3g): more than rounding" % (k, off, size))
-    return res
-
-
-def freeze_case(jax, task, ref, dtype, tests, case, scale, skip_wide=None):
-    """Inputs and expected outputs of one case, written under `tests`
-    (with the reference evaluated in float32 beside them when its types
-    are narrower, unless `skip_wide` says why not); returns its cases.json
-    entry, a digest of its inputs, and {"s": seconds the float32
-    evaluation took, "why": why none was frozen, or None}."""
-    cid, seed, cfg, held = case
-    no_wide, wide_s = None, 0.0
-    with config_scope(ref, cfg):
-        dyn, statics = make_inputs(task, ref, seed, None, dtype, scale.inputs_fn)
-        try:
-            json.dumps(statics)
-        except TypeError:
-            raise HarnessError("bad_task", "static args must be JSON values to be frozen: %r" % (statics,))
-        fn = entry_fn(task, ref, statics)
-        outs = [_to_numpy(o) for o in _leaves(jit_static(jax, fn, dyn)(*dyn))]
-        ref_work = traced_work(jax, fn, dyn)
-        hi = None
-        if skip_wide and any(_narrow(x) for x in list(dyn) + outs):
-            no_wide = skip_wide
-        elif not skip_wide:
-            t0 = _clock()
-            try:
-                hi = reference_in_float32(jax, fn, dyn, outs)
-                wide_s = _clock() - t0
-            except WideRefused as e:
-                no_wide = "its float32 evaluation is not kept (%s)" % e
-            except Exception as e:  # the reference's own code: any error means "not available"
-                no_wide = "the reference fails in float32 (%s)" % error_text(e, limit=200)
-    h = hashlib.sha256()
-    for x in dyn:
-        h.update(_to_numpy(x).tobytes() if hasattr(x, "shape") else repr(x).encode())
-    kinds, arrays, scalars = _split_inputs(dyn)
-    imeta = save_arrays(os.path.join(tests, "inputs", cid + ".npz"), arrays)
-    with open(os.path.join(tests, "inputs", cid + ".json"), "w") as f:
-        json.dump({"id": cid, "seed": seed, "config": cfg, "kinds": kinds, "inputs": imeta,
-                   "scalars": scalars, "statics": statics, "scale_factor": scale.f,
-                   "reference_work": ref_work and ref_work["plain"] + ref_work["pallas"]}, f)
-    ometa = save_arrays(os.path.join(tests, "expected", cid + ".npz"), outs)
-    emeta = {"id": cid, "outputs": ometa}
-    if hi is not None:
-        emeta["float32"] = save_arrays(os.path.join(tests, "expected", cid + ".f32.npz"), hi)
-    with open(os.path.join(tests, "expected", cid + ".json"), "w") as f:
-        json.dump(emeta, f)
-    entry = {"id": cid, "seed": seed, "config": cfg, "heldout": held, "float32": hi is not None,
-             "shapes": [m["shape"] for m in imeta], "output_shapes": [m["shape"] for m in ometa]}
-    return entry, (h.hexdigest(), json.dumps(cfg, sort_keys=True)), {"s": wide_s, "why": no_wide}
-
-
-def cmd_freeze(a):
-    task = load_task(a.task, _overrides(a))
-    jax = _jax()
-    ref = reference_module(task)
-    dtype = _resolve_dtype(a.dtype)
-    for sub in ("inputs", "expected"):
-        os.makedirs(os.path.join(a.tests, sub), exist_ok=True)
-    scale, record = choose_scale(jax, task, ref, dtype, a)
-    plan, warnings = freeze_plan(task, _int_list(a.seeds) or [0], _int_list(a.heldout), scale)
-    warnings += [scale.warning] if scale.warning else []
-    cases, digests, wide_s, no_wide = [], {}, 0.0, []
-    # held-out cases first: the final verdict is theirs (cases.json keeps the plan's order)
-    for case in sorted(plan, key=lambda c: not c[3]):
-        PHASE["now"] = "freezing case %s (scale factor %d)" % (case[0], scale.f)
-        # The float32 evaluation costs about what the case does: it is made
-        # while the freeze's share of time for it lasts.
-        skip = None if wide_s < WIDE_BUDGET_S else "over the freeze's %d s for it" % WIDE_BUDGET_S
-        entry, key, w = freeze_case(jax, task, ref, dtype, a.tests, case, scale, skip)
-        wide_s += w["s"]
-        if w["why"]:
-            no_wide.append("%s: %s" % (entry["id"], w["why"]))
-        # Seeds that do not change the inputs (create_inputs imported its key
-        # function directly, say) are reported: they add no coverage.
-        if key in digests:
-            warnings.append("case %s has the same inputs as case %s: the seed does not reach create_inputs"
-                            % (entry["id"], digests[key]))
-        digests.setdefault(key, entry["id"])
-        cases.append(entry)
-    order = [c[0] for c in plan]
-    cases.sort(key=lambda e: order.index(e["id"]))
-    if no_wide:
-        warnings.append("no float32 evaluation of the reference for case %s (kernels are judged against "
-                        "its own precision alone there)" % "; case ".join(no_wide))
-    with open(os.path.join(a.tests, "cases.json"), "w") as f:
-        json.dump({"task": task["name"], "format": task["format"], "cases": cases,
-                   "tolerance": task["tolerance"], "dtype": a.dtype, "device": device_info(jax),
-                   "test_scale": record, "scaled_config": record["config"], "warnings": warnings,
-                   "harness_version": HARNESS_VERSION}, f, indent=1)
-    n = write_manifest(a.tests)
-    return {"status": "ok", "cases": cases, "files": n, "warnings": warnings, "test_scale": record,
-            "scaled_config": record["config"], "manifest_sha": sha256_file(os.path.join(a.tests, MANIFEST))}
-
-
-def cmd_verify(a):
-    """Check the manifest (no JAX): the idempotent half of freeze."""
-    files = verify_manifest(a.tests)
-    info = read_cases(a.tests)
-    return {"status": "ok", "cases": info.get("cases", []), "files": len(files), "test_scale": info.get("test_scale"),
-            "warnings": info.get("warnings", []), "manifest_sha": sha256_file(os.path.join(a.tests, MANIFEST))}
 
 
 def _case_config(a):
@@ -615,12 +355,6 @@ def cmd_baseline(a):
     return res
 
 
-def _int_list(s):
-    if not s:
-        return []
-    return [int(x) for x in str(s).replace(" ", "").split(",") if x != ""]
-
-
 def _params(a):
     if not getattr(a, "params", None):
         return {}
@@ -709,118 +443,6 @@ def _parser():
     return _PARSERS[0]
 
 
-def _json_default(o):
-    try:
-        import numpy as np
-        if isinstance(o, np.generic):
-            return o.item()
-    except ImportError:
-        pass
-    return str(o)
-
-
-def _clean(o):
-    """JSON has no NaN/Inf: map them to null."""
-    if isinstance(o, float) and not math.isfinite(o):
-        return None
-    if isinstance(o, dict):
-        return {k: _clean(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_clean(v) for v in o]
-    return o
-
-
-PROCESS_ID = os.urandom(8).hex()  # names this process in every answer (pids repeat across sandboxes)
-ENGINE_GONE_EXIT = 70  # exit status of a harness process whose engine went away
-
-
-def watch_engine(fd=2, period_s=0.5):
-    """End this process when the engine that started it is gone: its end of
-    our stderr (a pipe or socket only the engine reads; mk-exec keeps no
-    copy) closes, which poll() reports as POLLHUP/POLLERR. Covers an engine
-    killed with SIGKILL, where nothing else would stop a pre-started worker
-    (it would wait out its idle timeout) or a step still running. A no-op
-    when fd is a terminal or a file."""
-    import select
-    import stat
-    import threading
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError:
-        return False
-    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
-        return False
-
-    def loop():
-        p = select.poll()
-        p.register(fd, select.POLLHUP | select.POLLERR)
-        while True:
-            for _, ev in p.poll(period_s * 1000):
-                if ev & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
-                    os._exit(ENGINE_GONE_EXIT)
-    threading.Thread(target=loop, name="mk-watch-engine", daemon=True).start()
-    return True
-
-
-PHASE = {"now": ""}  # what the step is doing, for the limit messages
-
-
-def rss_mb():
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1048576.0
-    except (OSError, ValueError, IndexError):
-        return 0.0
-
-
-def peak_rss_mb():
-    import resource
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-def start_limits(out, step, mem_mb, time_s):
-    """End the step with one clear JSON error (kind memory_limit or
-    time_limit, exit 3) when its resident memory passes mem_mb MiB or it runs
-    past time_s seconds ($MK_PALLAS_MEM_MB, $MK_PALLAS_TIME_S; 0 = none).
-    No RLIMIT_AS: JAX reserves far more address space than it uses. Returns
-    an event that stops the watch when set."""
-    import threading
-    done = threading.Event()  # set when the step ends (a session's next step has its own watch)
-    if not mem_mb and not time_s:
-        return done
-    end = time.monotonic() + time_s if time_s else None
-
-    def watch():
-        while not done.wait(0.05):
-            used = rss_mb()
-            if mem_mb and used > mem_mb:
-                kind, why = "memory_limit", "used %.0f MiB, over its limit of %d MiB" % (used, mem_mb)
-            elif end and time.monotonic() > end:
-                kind, why = "time_limit", "ran past its limit of %g s" % time_s
-            else:
-                continue
-            msg = "harness %s %s%s" % (step, why, " while " + PHASE["now"] if PHASE["now"] else "")
-            out.write(json.dumps({"status": "error", "command": step, "error": {"kind": kind, "message": msg},
-                                  "peak_rss_mb": max(used, peak_rss_mb())}) + "\n")
-            out.flush()
-            os._exit(3)
-    threading.Thread(target=watch, daemon=True).start()
-    return done
-
-
-def _env_number(name):
-    try:
-        return float(os.environ.get(name) or 0)
-    except ValueError:
-        return 0.0
-
-
-def _cpu_s():
-    import resource
-    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
-
-
 def run_step(argv, out):
     """Run one step (`argv` = [step, args...]): its JSON object and the exit
     code (`out`: where a limit's message goes). `cpu_s`: the CPU seconds the
@@ -862,20 +484,6 @@ def run_step(argv, out):
         _SESSION["steps"] = _SESSION.get("steps", 0) + 1
         res["session_step"] = _SESSION["steps"]  # 1 for the first step this process ran
     return _clean(res), code
-
-
-def answer(out, res):
-    out.write(json.dumps(res, default=_json_default) + "\n")
-    out.flush()
-
-
-def _own_stdout():
-    """Candidate code may print: keep the real stdout for our JSON objects
-    and send everything else (fd 1 included) to stderr."""
-    out_fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return os.fdopen(out_fd, "w")
 
 
 def main(argv=None):
