@@ -24,9 +24,10 @@ from jax.experimental.pallas import tpu as pltpu
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def harness():
+def races():
+    """The harness's race checks (targets/pallas/harness/races.py)."""
     sys.path.insert(0, os.path.join(HERE, "..", "targets", "pallas"))
-    return importlib.import_module("harness")
+    return importlib.import_module("harness.races")
 
 
 def kernel(x_hbm, o_ref, buf, sem):
@@ -56,7 +57,7 @@ def ms_per_copy(n, races):
 def main(argv):
     sizes = [int(v) for v in (argv[0].split(",") if argv and not argv[0].startswith("-") else ["200", "800", "1600"])]
     own = "--jax-own" in argv
-    if not own and not harness()._fast_race_checks():
+    if not own and not races()._fast_race_checks():
         sys.exit("the harness's race checks do not fit this JAX")
     print("machine: load %.2f %.2f %.2f" % os.getloadavg())
     print("race checks: %s" % ("JAX's own" if own else "vectorised (harness)"))

@@ -1,71 +1,66 @@
-"""mkengine's harness for the JAX Pallas target, a package (run as
-`python targets/pallas/harness <step> ...`: __main__.py)."""
+"""mkengine's harness for the JAX Pallas target: a package Python runs as a
+folder, one step a process, one JSON object on stdout (__main__.py, cli.py):
 
-from .errors import (HarnessError, CandidateRejected, CandidateError, error_text, name_candidate, _source_line,
-    classify_compile_error, candidate_failure)
-from .tasks import _read, _module_info, parse_yaml, detect_format, _tolerance_value, load_task, _overrides
-from .tunables import _TUNE_RE, _literal, parse_tunables
-from .screen import (ALLOWED_IMPORTS, FORBIDDEN_CALLS, INERT_IMPORTS, FORBIDDEN_NAMES, FORBIDDEN_ATTRS, ENTRIES,
-    _is_main_guard, _name_rebound, _names_in, _def_header, screened_nodes, _assign_violations, _imported_modules,
-    _node_violations, _inert_uses, scan_candidate)
-from .suite import (MANIFEST, sha256_file, write_manifest, read_manifest, verify_manifest, case_shapes, read_cases,
-    case_ids, read_case)
-from .arrays import _EXOTIC, encode_array, decode_array, save_arrays, write_json, load_arrays
-from .compare import _within_as_published, _rms, _within_reference_error, compare_outputs, check_outputs
-from .jaxcall import (_REAL, _jax, _sync, _clock, _import_file, static_positions, jit_static, _WithStatics,
-    _leaves, _to_numpy, device_info, poison_device)
-from .timing import (median, summarize, device_event_durations, _module_matches, _trace_planes, plan_iters,
-    time_compiled)
-from .roofline import PEAKS, chip_peaks, roofline, roofline_text, task_flops, _cost, _io_bytes
-from .inputs import (_resolve_dtype, _SeededKeys, reference_module, config_scope, make_inputs, entry_fn,
-    frozen_case_inputs)
-from .interpret import (_install_interpret, INTERPRET_MODES, interpret_mode, VECTOR_CLOCK_SIZE, PROGRESS,
-    _count_step, _count_dmas, tpu_interpret_params, ProgressFile)
-from .races import (_ClockRows, _fast_race_checks, reset_tpu_interpret, _Tee, _RACE_RE, _OOB_RE, _races_found,
-    _clear_races, call_checked)
-from .chip import DEFAULT_CHIP, _EMULATED, _EmulatedDevice, _asks_for_chip, _device_list, emulate_chip
-from .escalation import (_SCALE_HINTS, _CASE_HINTS, Rescale, _spec_list, _block_over, MAX_GRID_WALK, _uncovered,
-    scale_hints, _record_hints, watch_pallas_calls, own_check_raised, traces_at_own_sizes, case_is_scaled,
-    rescale_instead)
-from .work import _MOVES, _size, _eqn_work, jaxpr_work, traced_work, case_work
-from .candidate import _SESSION, _candidate_key, load_candidate, lower_and_compile, exec_key, lower_checked
-from .protocol import HARNESS_VERSION, STATUSES, _json_default, _clean, PROCESS_ID, answer, _own_stdout
-from .limits import ENGINE_GONE_EXIT, watch_engine, PHASE, rss_mb, peak_rss_mb, start_limits, _env_number, _cpu_s
-from .freeze import (_split_inputs, TEST_SCALE_TARGET, CASES_BUDGET_S, test_scale_target, choose_scale,
-    freeze_plan, NARROW_FLOATS, WIDE_BUDGET_S, WIDE_AGREE, WideRefused, _narrow, reference_in_float32, freeze_case,
-    cmd_freeze, cmd_verify, _int_list)
-from .steps import (python_paths, cmd_load, cmd_tunables, _case_config, _bench_args, _timing_kind, _bench_case,
-    timed_scale, _candidate_compiled, cmd_compile, cmd_run, _run_cases, cmd_check, cmd_test, cmd_bench,
-    cmd_profile, cmd_baseline, _params, build_parser, _PARSERS, _parser, run_step, main, warm_up, _request_lines,
-    STEP_OUTPUT_KEEP, _StepOutput, serve, worker)
+  python targets/pallas/harness <step> [args...]
+  python targets/pallas/harness worker --inbox DIR [--idle S] [--light] [--session [--warm]]
 
-__all__ = ("HarnessError", "CandidateRejected", "CandidateError", "error_text", "name_candidate", "_source_line",
-    "classify_compile_error", "candidate_failure", "_read", "_module_info", "parse_yaml", "detect_format",
-    "_tolerance_value", "load_task", "_overrides", "_TUNE_RE", "_literal", "parse_tunables", "ALLOWED_IMPORTS",
-    "FORBIDDEN_CALLS", "INERT_IMPORTS", "FORBIDDEN_NAMES", "FORBIDDEN_ATTRS", "ENTRIES", "_is_main_guard",
-    "_name_rebound", "_names_in", "_def_header", "screened_nodes", "_assign_violations", "_imported_modules",
-    "_node_violations", "_inert_uses", "scan_candidate", "MANIFEST", "sha256_file", "write_manifest",
-    "read_manifest", "verify_manifest", "case_shapes", "read_cases", "case_ids", "read_case", "_EXOTIC",
-    "encode_array", "decode_array", "save_arrays", "write_json", "load_arrays", "_within_as_published", "_rms",
-    "_within_reference_error", "compare_outputs", "check_outputs", "_REAL", "_jax", "_sync", "_clock",
-    "_import_file", "static_positions", "jit_static", "_WithStatics", "_leaves", "_to_numpy", "device_info",
-    "poison_device", "median", "summarize", "device_event_durations", "_module_matches", "_trace_planes",
-    "plan_iters", "time_compiled", "PEAKS", "chip_peaks", "roofline", "roofline_text", "task_flops", "_cost",
-    "_io_bytes", "_resolve_dtype", "_SeededKeys", "reference_module", "config_scope", "make_inputs", "entry_fn",
-    "frozen_case_inputs", "_install_interpret", "INTERPRET_MODES", "interpret_mode", "VECTOR_CLOCK_SIZE",
-    "PROGRESS", "_count_step", "_count_dmas", "tpu_interpret_params", "ProgressFile", "_ClockRows",
-    "_fast_race_checks", "reset_tpu_interpret", "_Tee", "_RACE_RE", "_OOB_RE", "_races_found", "_clear_races",
-    "call_checked", "DEFAULT_CHIP", "_EMULATED", "_EmulatedDevice", "_asks_for_chip", "_device_list",
-    "emulate_chip", "_SCALE_HINTS", "_CASE_HINTS", "Rescale", "_spec_list", "_block_over", "MAX_GRID_WALK",
-    "_uncovered", "scale_hints", "_record_hints", "watch_pallas_calls", "own_check_raised", "traces_at_own_sizes",
-    "case_is_scaled", "rescale_instead", "_MOVES", "_size", "_eqn_work", "jaxpr_work", "traced_work", "case_work",
-    "_SESSION", "_candidate_key", "load_candidate", "lower_and_compile", "exec_key", "lower_checked",
-    "HARNESS_VERSION", "STATUSES", "_json_default", "_clean", "PROCESS_ID", "answer", "_own_stdout",
-    "ENGINE_GONE_EXIT", "watch_engine", "PHASE", "rss_mb", "peak_rss_mb", "start_limits", "_env_number", "_cpu_s",
-    "_split_inputs", "TEST_SCALE_TARGET", "CASES_BUDGET_S", "test_scale_target", "choose_scale", "freeze_plan",
-    "NARROW_FLOATS", "WIDE_BUDGET_S", "WIDE_AGREE", "WideRefused", "_narrow", "reference_in_float32",
-    "freeze_case", "cmd_freeze", "cmd_verify", "_int_list", "python_paths", "cmd_load", "cmd_tunables",
-    "_case_config", "_bench_args", "_timing_kind", "_bench_case", "timed_scale", "_candidate_compiled",
-    "cmd_compile", "cmd_run", "_run_cases", "cmd_check", "cmd_test", "cmd_bench", "cmd_profile", "cmd_baseline",
-    "_params", "build_parser", "_PARSERS", "_parser", "run_step", "main", "warm_up", "_request_lines",
-    "STEP_OUTPUT_KEEP", "_StepOutput", "serve", "worker")
+  load      describe a task (no JAX needed: the task files are parsed, not run)
+  tunables  list the `# mk:tune NAME = [v, ...]` lines of a candidate (no JAX)
+  freeze    inputs and expected outputs from the reference, SHA-256 manifest
+  verify    check a frozen suite's manifest (no JAX)
+  compile   jax.jit(entry).lower(...) then .compile(); lowering and Mosaic
+            compile errors are reported apart, with their text
+  run       run a candidate on frozen inputs, write its outputs (no expected
+            outputs are read by the process that runs candidate code)
+  check     compare outputs written by `run` with the expected ones (numpy
+            only: never imports JAX nor candidate code)
+  test      run + check in one process (convenient, less isolated)
+  bench     on-device time from a jax.profiler trace (median of the
+            executable's device events), falling back to wall time
+  profile   cost_analysis FLOPs/bytes, achieved vs chip peaks, bound class
+  baseline  bench + cost analysis of jax.jit(reference): the XLA baseline
+
+Task formats: JAXBench `baseline.py` (CONFIG, create_inputs, workload,
+optional get_flops), MaxKernel `reference.py` + `kernel_task.yaml`
+(get_inputs -> ([dynamic], [static]), computation), and mkengine's own
+`task.lua` + `reference.py` (JAXBench conventions, plus optional
+TEST_CONFIGS and a `seed` argument of create_inputs).
+
+JAX, numpy and yaml are imported lazily so that loading, tunables, the
+manifest, the comparison and the trace-event logic are testable without JAX.
+Exit code: 0 when a verdict was printed (whatever it is), 3 when the
+environment cannot run the step (JAX missing...), 2 on bad arguments.
+
+One module per responsibility, each named for it (ARCHITECTURE.md lists
+them); this file only re-exports what tests and scripts call.
+"""
+
+from .protocol import HARNESS_VERSION, STATUSES
+from .errors import CandidateError, CandidateRejected, HarnessError, classify_compile_error, error_text
+from .tasks import detect_format, load_task, parse_yaml
+from .tunables import parse_tunables
+from .screen import scan_candidate, screened_nodes
+from .suite import MANIFEST, case_ids, read_case, read_cases, read_manifest, verify_manifest, write_manifest
+from .arrays import decode_array, encode_array, load_arrays, save_arrays
+from .compare import check_outputs, compare_outputs
+from .jaxcall import device_info
+from .inputs import entry_fn, make_inputs, reference_module
+from .candidate import load_candidate, lower_and_compile
+from .interpret import VECTOR_CLOCK_SIZE, interpret_mode
+from .races import call_checked
+from .escalation import case_is_scaled, own_check_raised, scale_hints
+from .timing import device_event_durations, median, summarize, time_compiled
+from .roofline import chip_peaks, roofline, roofline_text
+from .cli import run_step
+
+__all__ = (
+    "HARNESS_VERSION", "STATUSES",
+    "CandidateError", "CandidateRejected", "HarnessError", "classify_compile_error", "error_text",
+    "detect_format", "load_task", "parse_yaml", "parse_tunables", "scan_candidate", "screened_nodes",
+    "MANIFEST", "case_ids", "read_case", "read_cases", "read_manifest", "verify_manifest", "write_manifest",
+    "decode_array", "encode_array", "load_arrays", "save_arrays", "check_outputs", "compare_outputs",
+    "device_info", "entry_fn", "make_inputs", "reference_module", "load_candidate", "lower_and_compile",
+    "VECTOR_CLOCK_SIZE", "interpret_mode", "call_checked", "case_is_scaled", "own_check_raised", "scale_hints",
+    "device_event_durations", "median", "summarize", "time_compiled", "chip_peaks", "roofline", "roofline_text",
+    "run_step",
+)

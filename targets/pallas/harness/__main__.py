@@ -1,6 +1,6 @@
 """The harness's command line, and nothing else:
 
-  python targets/pallas/harness <step> [args...]      one step, one JSON object on stdout
+  python targets/pallas/harness <step> [args...]      one step, one JSON object on stdout (cli.py)
   python targets/pallas/harness worker --inbox DIR     a pre-started process (worker.py)
 
 (`python -m harness` with targets/pallas on sys.path runs it too.)"""
@@ -16,9 +16,9 @@ if not __package__:
     if sys.path and os.path.realpath(sys.path[0] or ".") == here:
         sys.path[0] = os.path.dirname(here)
 
-from harness import steps
+from harness import cli, limits, worker
 
 if sys.argv[1:2] == ["worker"]:
-    sys.exit(steps.worker(sys.argv[2:]))
-steps.watch_engine()
-sys.exit(steps.main())
+    sys.exit(worker.worker(sys.argv[2:]))
+limits.watch_engine()
+sys.exit(cli.main())

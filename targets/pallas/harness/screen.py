@@ -18,7 +18,7 @@ INERT_IMPORTS = ("time", "json")
 FORBIDDEN_NAMES = ("mk_reference", "workload_reference", "__builtins__", "__loader__", "__spec__",
                    "attrgetter", "methodcaller", "_getframe")  # the last three: see FORBIDDEN_ATTRS
 # Attributes (and getattr names) that reach the interpreter through an
-# allowed module: `typing.sys.modules["__main__"]` is the harness itself,
+# allowed module: `typing.sys.modules` holds the harness's modules,
 # `typing.sys._getframe(1).f_back` its frames (the task, the reference).
 FORBIDDEN_ATTRS = ("sys", "_sys", "os", "_os", "modules", "_getframe", "f_back", "f_locals", "f_globals",
                    "f_builtins", "tb_frame", "gi_frame", "cr_frame", "ag_frame", "builtins", "importlib",
