@@ -242,8 +242,8 @@ class TestTunables(unittest.TestCase):
 
 class TestScan(unittest.TestCase):
     def test_no_way_to_the_interpreter_through_an_allowed_module(self):
-        # typing (allowed) imports sys: typing.sys.modules["__main__"] is the
-        # harness, typing.sys._getframe() its frames (examples/expert/1p_Flash_Attention/cheat.py)
+        # typing (allowed) imports sys: typing.sys.modules holds the harness's
+        # modules, typing.sys._getframe() its frames (examples/expert/1p_Flash_Attention/cheat.py)
         for src in ('import typing\nh = typing.sys.modules["__main__"]\n',
                     'import collections\nf = collections._sys._getframe(1).f_back\n',
                     'import typing\ns = getattr(typing, "sys")\n',
@@ -263,7 +263,8 @@ class TestScan(unittest.TestCase):
                           ("x = eval('1')\n", "eval"), ("import mk_reference\n", "mk_reference"),
                           ("f = (lambda: 0).__globals__\n", "__globals__"),
                           ("from . import baseline\n", "import of ."),
-                          ("import sys\n", "sys")):
+                          ("import sys\n", "sys"), ("import harness\n", "harness"),
+                          ("from harness.jaxcall import _REAL\n", "harness"), ("from harness import cli\n", "harness")):
             bad = H.scan_candidate(src)
             self.assertTrue(bad, src)
             self.assertIn(word, bad[0])

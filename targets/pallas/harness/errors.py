@@ -21,7 +21,7 @@ class HarnessError(Exception):
 
 
 class CandidateRejected(Exception):
-    """The candidate broke a rule (see scan_candidate)."""
+    """The candidate broke a rule (screen.py, scan_candidate)."""
 
 
 class CandidateError(Exception):

@@ -16,7 +16,7 @@ from .inputs import config_scope, entry_fn, reference_module
 
 
 _SCALE_HINTS = []  # why the kernel looks made for larger sizes, from the pallas_calls traced
-_CASE_HINTS = {}  # case id -> the block hints of a scaled case that lowered (see lower_checked)
+_CASE_HINTS = {}  # case id -> the block hints of a scaled case that lowered (candidate.lower_checked)
 
 
 class Rescale(Exception):

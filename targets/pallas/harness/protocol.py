@@ -11,7 +11,7 @@ import sys
 
 HARNESS_VERSION = 3  # in every answer, and in the cases.json of the suites it freezes
 STATUSES = ("ok", "compile_error", "incorrect", "timeout", "crash", "rejected")
-# ... and "rescale": no verdict at this (shrunk) test scale, see lower_checked
+# ... and "rescale": no verdict at this (shrunk) test scale (escalation.py)
 
 
 def _json_default(o):
