@@ -14,7 +14,7 @@ local args = need "args"
 --- (freeze, baseline) get a pre-started process that ends after them.
 --- M.pool_size pre-started processes are kept per interpreter, environment
 --- and sandbox ($MK_PALLAS_POOL; 0 = every step a fresh process that imports
---- JAX itself, as `harness.py <step>`), at most M.pool_max_idle idle ones of
+--- JAX itself, as `harness <step>`), at most M.pool_max_idle idle ones of
 --- each kind (JAX, light) over all pools, at most M.max_sessions candidates'
 --- processes alive at once (the least recently used ends first; its
 --- candidate's next step gets a fresh process). A sandboxed step's process

@@ -1,7 +1,7 @@
 --- targets/pallas/sessions.lua: the Pallas target's harness processes.
 ---
 --- A candidate's steps that import JAX (compile, run, bench, profile) run in
---- order in one harness process of its own (`harness.py worker --session`):
+--- order in one harness process of its own (`harness worker --session`):
 --- started before the candidate came, from a pool refilled in the
 --- background, it has imported JAX (and, once the engine knows the host is
 --- no TPU, initialised its backend), serves that one candidate's steps as
@@ -249,7 +249,7 @@ local function touch(w)
   live[#live + 1] = w
 end
 
---- Run a harness step (argv = {python, harness.py, step, args...}) in a
+--- Run a harness step (argv = {python, harness, step, args...}) in a
 --- pre-started process of pool `key` (spec: py, env, sb, light): the
 --- session of opts.build when it has one for that pool, else a process
 --- taken from the pool, kept as the build's session afterwards (opts.build,

@@ -1,5 +1,6 @@
 --- targets/pallas/target.lua: the JAX Pallas target (TPU, GPU, or interpret mode).
---- Policy only: every step runs `targets/pallas/harness.py <step>` through
+--- Policy only: every step runs `targets/pallas/harness <step>` (a Python
+--- package run as a folder) through
 --- mk.proc and turns its one JSON object into a result table. A candidate's
 --- `compile`/`run`/`bench`/`profile` steps run in one process of its own
 --- (sessions.lua); expected outputs are compared by a separate `check`
@@ -64,9 +65,10 @@ local function python()
   return M.python or os.getenv("MK_PYTHON") or M.default_python()
 end
 
---- Absolute path of harness.py.
+--- Absolute path of the harness, a package Python runs as a folder
+--- (`python targets/pallas/harness <step>`: its __main__.py).
 function M.harness()
-  return home.path("targets/pallas/harness.py")
+  return home.path("targets/pallas/harness")
 end
 
 local shell_quote = require("mk.services.util").sh_quote

@@ -1,4 +1,4 @@
-"""Tests of targets/pallas/harness.py (stdlib unittest), on real JAX.
+"""Tests of the harness, targets/pallas/harness/ (stdlib unittest), on real JAX.
 
   * pure logic (task loading, YAML, tunables, candidate screen, manifest,
     trace-event median, roofline, test-scale sizes): Python stdlib only;
@@ -24,15 +24,16 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-HARNESS = os.path.join(ROOT, "targets", "pallas", "harness.py")
+HARNESS = os.path.join(ROOT, "targets", "pallas", "harness")  # a package, run as a folder
 TASKS = os.path.join(HERE, "tasks")
 CANDS = os.path.join(HERE, "candidates")
 SUITE = os.path.join(ROOT, "examples", "suites", "pallas")
 EXAMPLE = os.path.join(ROOT, "examples", "tasks", "pallas")
 
-spec = importlib.util.spec_from_file_location("harness", HARNESS)
-H = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(H)
+sys.path.insert(0, os.path.dirname(HARNESS))
+H = importlib.import_module("harness")  # the package; its rooms by name where a test needs one
+races = importlib.import_module("harness.races")
+timing = importlib.import_module("harness.timing")
 
 
 def have(mod):
@@ -55,7 +56,7 @@ def skip_unless(cond, reason):
 
 
 def run_harness(*args, env=None):
-    """Run harness.py in a subprocess; returns (json result, exit code, stderr)."""
+    """Run the harness in a subprocess; returns (json result, exit code, stderr)."""
     e = dict(os.environ)
     e["MK_PALLAS_POISON_MB"] = "1"
     e["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -241,8 +242,8 @@ class TestTunables(unittest.TestCase):
 
 class TestScan(unittest.TestCase):
     def test_no_way_to_the_interpreter_through_an_allowed_module(self):
-        # typing (allowed) imports sys: typing.sys.modules["__main__"] is the
-        # harness, typing.sys._getframe() its frames (examples/expert/1p_Flash_Attention/cheat.py)
+        # typing (allowed) imports sys: typing.sys.modules holds the harness's
+        # modules, typing.sys._getframe() its frames (examples/expert/1p_Flash_Attention/cheat.py)
         for src in ('import typing\nh = typing.sys.modules["__main__"]\n',
                     'import collections\nf = collections._sys._getframe(1).f_back\n',
                     'import typing\ns = getattr(typing, "sys")\n',
@@ -262,7 +263,8 @@ class TestScan(unittest.TestCase):
                           ("x = eval('1')\n", "eval"), ("import mk_reference\n", "mk_reference"),
                           ("f = (lambda: 0).__globals__\n", "__globals__"),
                           ("from . import baseline\n", "import of ."),
-                          ("import sys\n", "sys")):
+                          ("import sys\n", "sys"), ("import harness\n", "harness"),
+                          ("from harness.jaxcall import _REAL\n", "harness"), ("from harness import cli\n", "harness")):
             bad = H.scan_candidate(src)
             self.assertTrue(bad, src)
             self.assertIn(word, bad[0])
@@ -341,9 +343,9 @@ class TestTraceEvents(unittest.TestCase):
         self.assertEqual(H.device_event_durations([], "jit_mk_candidate"), [])
 
     def test_module_name_match_is_exact_on_the_base_name(self):
-        self.assertTrue(H._module_matches("jit_mk_candidate(12)", "jit_mk_candidate"))
-        self.assertTrue(H._module_matches("jit_mk_candidate", "jit_mk_candidate"))
-        self.assertFalse(H._module_matches("jit_mk_candidate_fused(1)", "jit_mk_candidate"))
+        self.assertTrue(timing._module_matches("jit_mk_candidate(12)", "jit_mk_candidate"))
+        self.assertTrue(timing._module_matches("jit_mk_candidate", "jit_mk_candidate"))
+        self.assertFalse(timing._module_matches("jit_mk_candidate_fused(1)", "jit_mk_candidate"))
 
     def test_summary_median_and_spread(self):
         s = H.summarize([4.0, 1.0, 3.0, 2.0])
@@ -676,7 +678,7 @@ class TestEndToEnd(unittest.TestCase):
 # Real Pallas kernels in TPU interpret mode (the CPU default)
 # ---------------------------------------------------------------------------
 
-SC = H._scaling()
+SC = importlib.import_module("harness.scaling")  # the test-scale search
 
 
 class TestTestScale(unittest.TestCase):
@@ -791,12 +793,12 @@ class TestTestScale(unittest.TestCase):
         def mean_of_normed(a, _):  # 25k: the norm's mean is 0 whatever a is
             return [np.asarray(jnp.mean(normed(a, _)[0], axis=1) + 1.0)]
         moved = jnp.roll(x.reshape(-1), 1).reshape(x.shape)
-        self.assertTrue(SC.passes_as(H, pooled(moved, w), pooled(x, w), tol))  # moving alone: no change seen
+        self.assertTrue(SC.passes_as(pooled(moved, w), pooled(x, w), tol))  # moving alone: no change seen
         changed = SC._changed_input(jax, np, [x, w])
         self.assertIs(changed[1], w)  # the largest input is the one changed
-        self.assertFalse(SC.passes_as(H, pooled(*changed), pooled(x, w), tol))
-        self.assertFalse(SC.passes_as(H, normed(*changed), normed(x, w), tol))
-        self.assertTrue(SC.passes_as(H, mean_of_normed(*changed), mean_of_normed(x, w), tol))
+        self.assertFalse(SC.passes_as(pooled(*changed), pooled(x, w), tol))
+        self.assertFalse(SC.passes_as(normed(*changed), normed(x, w), tol))
+        self.assertTrue(SC.passes_as(mean_of_normed(*changed), mean_of_normed(x, w), tol))
 
     def test_trivial_outputs_are_judged_within_the_checks_tolerance_not_exactly(self):
         import numpy as np
@@ -805,18 +807,18 @@ class TestTestScale(unittest.TestCase):
         # 25k's output: mean(beta) for every sample, up to float rounding
         noisy = np.float32(0.0123) + rng.normal(0, 1e-9, 128).astype(np.float32)
         self.assertGreater(float(np.ptp(noisy)), 0.0)  # compared exactly it looked varied
-        self.assertEqual(SC._trivial(H, np, [noisy], tol), SC.CONSTANT)
-        self.assertEqual(SC._trivial(H, np, [np.zeros(16, np.float32)], tol), SC.ZEROS)
+        self.assertEqual(SC._trivial(np, [noisy], tol), SC.CONSTANT)
+        self.assertEqual(SC._trivial(np, [np.zeros(16, np.float32)], tol), SC.ZEROS)
         varied = rng.normal(0, 1, 128).astype(np.float32)
-        self.assertIsNone(SC._trivial(H, np, [varied], tol))
-        self.assertIsNone(SC._trivial(H, np, [np.float32(3.0)], tol))  # a scalar: judged by the input change
-        self.assertIsNone(SC._trivial(H, np, [np.float32(0.0123) + rng.normal(0, 1e-3, 128)], tol))
+        self.assertIsNone(SC._trivial(np, [varied], tol))
+        self.assertIsNone(SC._trivial(np, [np.float32(3.0)], tol))  # a scalar: judged by the input change
+        self.assertIsNone(SC._trivial(np, [np.float32(0.0123) + rng.normal(0, 1e-3, 128)], tol))
         # an input change that moves the output by rounding only is no change; one the check sees is
-        self.assertTrue(SC.passes_as(H, [varied + np.float32(1e-7) * varied], [varied], tol))
-        self.assertFalse(SC.passes_as(H, [varied * np.float32(1.05)], [varied], tol))
+        self.assertTrue(SC.passes_as([varied + np.float32(1e-7) * varied], [varied], tol))
+        self.assertFalse(SC.passes_as([varied * np.float32(1.05)], [varied], tol))
         # a scalar output (13p's mean loss) as the reference returns it, 0-d
-        self.assertTrue(SC.passes_as(H, [np.asarray(np.float32(2.0))], [np.asarray(np.float32(2.0))], tol))
-        self.assertFalse(SC.passes_as(H, [np.asarray(np.float32(2.5))], [np.asarray(np.float32(2.0))], tol))
+        self.assertTrue(SC.passes_as([np.asarray(np.float32(2.0))], [np.asarray(np.float32(2.0))], tol))
+        self.assertFalse(SC.passes_as([np.asarray(np.float32(2.5))], [np.asarray(np.float32(2.0))], tol))
 
 
 class TestScaleChosen(unittest.TestCase):
@@ -1017,7 +1019,7 @@ class TestFloat32Reference(unittest.TestCase):
 
 
 class Session:
-    """`harness.py worker --session` driven as the engine drives it: a JSON
+    """`harness worker --session` driven as the engine drives it: a JSON
     request line in; a {"started": step} line, then the step's JSON object."""
 
     def __init__(self, tmp, env=None):
@@ -1102,12 +1104,12 @@ class TestSession(unittest.TestCase):
         # process it is not (what the refusal above prevents)
         self.assertEqual(run_harness("test", *self.cand("probe_x64"), "--tests", self.tests)[0]["status"], "ok")
         s.close()
-        both = ("import importlib.util, sys\n"
-                "spec = importlib.util.spec_from_file_location('harness', %r)\n"
-                "H = importlib.util.module_from_spec(spec); sys.modules['harness'] = H; spec.loader.exec_module(H)\n"
+        both = ("import sys\n"
+                "sys.path.insert(0, %r)\n"
+                "import harness as H\n"
                 "for c in sys.argv[1:]:\n"
                 "    r, _ = H.run_step(['test', '--task', %r, '--candidate', c, '--tests', %r], sys.stderr)\n"
-                "    print(r['status'])\n") % (HARNESS, self.task, self.tests)
+                "    print(r['status'])\n") % (os.path.dirname(HARNESS), self.task, self.tests)
         p = subprocess.run([sys.executable, "-c", both, os.path.join(CANDS, "leak_x64.py"),
                             os.path.join(CANDS, "probe_x64.py")], capture_output=True, text=True, timeout=600,
                            env=dict(os.environ, JAX_PLATFORMS="cpu", MK_PALLAS_POISON_MB="1"))
@@ -1129,13 +1131,13 @@ class TestSession(unittest.TestCase):
 
 @skip_unless(HAVE_JAX, "JAX not importable by %s: race detector tests skipped" % sys.executable)
 class TestRaceChecks(unittest.TestCase):
-    """The vectorised race checks (harness _fast_race_checks) replace the
+    """The vectorised race checks (harness/races.py _fast_race_checks) replace the
     pinned JAX's detector, and order clocks exactly as it does; the race
     tests (TestPallasKernels, test_candidates_pallas) run through them."""
 
     def test_installed_on_the_pinned_jax(self):
-        self.assertTrue(H._fast_race_checks(), "the pinned JAX's race detector changed shape: interpret "
-                        "mode's race checks are quadratic again (harness _fast_race_checks)")
+        self.assertTrue(races._fast_race_checks(), "the pinned JAX's race detector changed shape: interpret "
+                        "mode's race checks are quadratic again (harness/races.py _fast_race_checks)")
         from jax._src.pallas.mosaic.interpret import race_detection_state as rds
         self.assertTrue(rds.RaceDetectionState._mk_fast)
 
@@ -1143,7 +1145,7 @@ class TestRaceChecks(unittest.TestCase):
         import numpy as np
         from jax._src.pallas.mosaic.interpret import vector_clock as vc
         rng = np.random.default_rng(7)
-        rows = H._ClockRows(4)
+        rows = races._ClockRows(4)
         clocks = [rng.integers(0, 3, 4).astype(np.int32) for _ in range(300)]  # many equal and ordered pairs
         for c in clocks:
             rows.add(c)
@@ -1285,7 +1287,7 @@ class TestSuiteBanks(unittest.TestCase):
         spec = importlib.util.spec_from_file_location("device_bench", os.path.join(ROOT, "scripts", "device_bench.py"))
         DB = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(DB)
-        jax = DB.H._jax()
+        jax = DB.jaxcall._jax()
         seen = 0
         for tdir, kernels in DB.banks():
             task = DB.H.load_task(tdir)
