@@ -72,6 +72,8 @@ function Run:_wire()
   self.graph.on_add = function(n)
     self:event{ type = "node", id = n.id, key = n.key, kind = n.kind, status = n.status,
       parents = #n.parents > 0 and n.parents or nil, latency_s = n.metrics.latency_s, speedup = n.metrics.speedup,
+      -- the kernel's measurement record: readers pool nodes of one source (mk.search.figure)
+      source_hash = n.metrics.source_hash, measurements = n.metrics.measurements,
       cost = n.cost, spent = self.spent and self.spent() or nil }
   end
   self.graph.on_best = function(n)

@@ -16,6 +16,8 @@
 local budget_lib = require("mk.search.budget")
 local cjson = require("cjson")
 local context = require("mk.search.context")
+local figure = require("mk.search.figure")
+local records = require("mk.search.records")
 local eval = require("mk.eval")
 local fs = require("mk.fs")
 local home = require("mk.home")
@@ -97,7 +99,7 @@ function runner.options(strategy, set, path, settings)
   table.sort(known)
   -- options every strategy understands (read by ctx and the agents)
   local common = { kb = true, kb_k = true, kb_chars = true, max_tokens = true, temperature = true,
-    tests_agent = true, iters = true, max_fix = true, tune = true }
+    tests_agent = true, iters = true, max_fix = true, tune = true, settle = true }
   for k, v in pairs(set or {}) do
     if strategy.defaults[k] == nil and not common[k] and settings[k] == nil then
       input_error(string.format("unknown option '%s' for strategy %s (its options: %s)", k, path,
@@ -138,7 +140,7 @@ function runner.strategy_traceback(msg, spath, full)
 end
 
 -- counts every strategy reads: whole numbers >= 0
-local COUNTS = { iters = true, max_fix = true, kb_k = true, kb_chars = true, max_tokens = true }
+local COUNTS = { iters = true, max_fix = true, kb_k = true, kb_chars = true, max_tokens = true, settle = true }
 
 --- A count (an option whose default is a whole number >= 0, or one of the
 --- common counts) must be a whole number >= 0: depth=-1 or width=2.5 is an
@@ -247,39 +249,55 @@ local function make_client(model, llm_config, cache)
   return client, llm
 end
 
-local function summarize_node(n)
+-- The best node as summary.json records it: its figure (the median of its
+-- measurements, with their range) and the nodes still within its noise.
+local function summarize_node(n, ties)
   if not n then return nil end
-  return { node = n.id, speedup = n.metrics and n.metrics.speedup, latency_s = n.metrics and n.metrics.latency_s,
-    timing_kind = n.metrics and n.metrics.timing_kind, timing = n.metrics and n.metrics.timing }
+  local m = n.metrics or {}
+  return { node = n.id, speedup = m.speedup, latency_s = m.latency_s, timing_kind = m.timing_kind, timing = m.timing,
+    measurements = m.measurements, latency_min_s = m.latency_min_s, latency_max_s = m.latency_max_s,
+    spread = m.spread, source_hash = m.source_hash, contended = m.contended,
+    ties = ties and #ties > 0 and ties or nil }
 end
 
--- The best node that also passes the held-out check (nodes failing it are
--- recorded and skipped). Returns node or nil.
--- A node the strategy returned is the only candidate.
--- Nodes of one kernel source share a measurement record (ctx): one of them
--- is a candidate, the latest, whose commit holds every sample (so the
--- summary, `show` and the tree agree), and identical files are checked once.
-local function heldout_best(ctx, chosen)
+-- The correct candidates in `nodes` with a figure, one per kernel source:
+-- the latest node of each (its commit holds every sample taken before it).
+local function one_per_source(nodes)
   local latest = {} -- by source hash (a node without one stands for itself); nodes come in add order
-  for _, n in ipairs(chosen and { chosen } or ctx.graph:nodes()) do
+  for _, n in ipairs(nodes) do
     if n.status == "ok" and n.kind ~= "reference" and n.metrics and n.metrics.latency_s then
       latest[n.metrics.source_hash or n] = n
     end
   end
-  local candidates = {}
-  for _, n in pairs(latest) do candidates[#candidates + 1] = n end -- sorted below
+  local out = {}
+  for _, n in pairs(latest) do out[#out + 1] = n end -- ranked by the caller
+  return out
+end
+
+-- The best node that also passes the held-out check (nodes failing it are
+-- recorded and skipped), and the ids of the candidates still within its
+-- noise. A node the strategy returned is the only candidate. Otherwise the
+-- lead is settled first: candidates tying with the fastest are re-measured
+-- interleaved (mk.search.records.settle, `settle` rounds, default 3), so
+-- the best is declared beyond noise where measuring can tell.
+local function heldout_best(ctx, chosen)
+  local candidates = one_per_source(chosen and { chosen } or ctx.graph:nodes())
   if chosen and #candidates == 0 then ctx:log("the strategy returned %s, which is not a correct candidate", chosen.id) end
-  table.sort(candidates, function(a, b)
-    if a.metrics.latency_s ~= b.metrics.latency_s then return a.metrics.latency_s < b.metrics.latency_s end
-    return a.id < b.id
-  end)
-  for _, n in ipairs(candidates) do
+  local _, _, rounds = records.settle(ctx, candidates, { rounds = chosen and 0 or ctx.opts.settle })
+  if rounds > 0 then ctx:event { type = "settle", rounds = rounds } end
+  for i, n in ipairs(candidates) do
     local files = {}
     for _, name in ipairs(n:files()) do files[name] = n:file(name) end
     local h = ctx.eval:heldout(files)
     if h.status == "infra" then infra.raise("the held-out check of " .. n.id .. ": " .. tostring(h.message)) end
     ctx:event { type = "heldout", node = n.id, correct = h.correct, status = h.status, message = h.message }
-    if h.correct then return n end
+    if h.correct then
+      local ties = {}
+      for j = i + 1, #candidates do
+        if figure.versus(n.metrics, candidates[j].metrics) == "tie" then ties[#ties + 1] = candidates[j].id end
+      end
+      return n, ties
+    end
     ctx:log("node %s passed the search tests but failed held-out inputs (%s); not reported", n.id, h.status or "?")
   end
   return nil
@@ -411,7 +429,7 @@ end
 -- the model calls of every session: how many were replayed from the LLM
 -- cache, how many failed and with which kind of error. `status` overrides
 -- the one the best node gives (a run stopped by its model endpoint).
-local function write_summary(run, info, task, ctx, best, client, opts, resumed, status)
+local function write_summary(run, info, task, ctx, best, client, opts, resumed, status, ties)
   local spent = ctx:spent()
   local calls = ledger.read(run:path("events.jsonl"))
   status = status or (best and "done" or "no_correct_kernel")
@@ -421,7 +439,7 @@ local function write_summary(run, info, task, ctx, best, client, opts, resumed, 
   end
   local summary = {
     strategy = info.strategy, task = task.name, status = status, compiled_nodes = compiled,
-    best = summarize_node(best) or cjson.null,
+    best = summarize_node(best, ties) or cjson.null,
     model = info.model, model_label = client.label, seed = info.seed, options = opts,
     cost = { input_tokens = spent.input_tokens, output_tokens = spent.output_tokens, usd = spent.usd,
       llm_s = spent.llm_s, device_s = spent.device_s, wall_s = spent.wall_s, calls = calls.calls,
@@ -490,9 +508,10 @@ local function execute(o, run, info, resumed)
     freeze_suite(run, ev, note)
     local root = reference_node(run, ev, ctx, task)
     note(string.format("baseline (reference): %.3f ms", (root.metrics.latency_s or 0) * 1000))
-    return heldout_best(ctx, run_strategy(o, run, ctx, strategy, spath, opts)), root
+    local best, ties = heldout_best(ctx, run_strategy(o, run, ctx, strategy, spath, opts))
+    return best, root, ties
   end
-  local oks, best, root = pcall(search)
+  local oks, best, root, ties = pcall(search)
   if not oks then
     if infra.is(best) and best.cause == "model_unavailable" then -- the summary says so, with the failures
       pcall(write_summary, run, info, task, ctx, nil, client, opts, resumed, "model_unavailable")
@@ -500,13 +519,14 @@ local function execute(o, run, info, resumed)
     error(best, 0)
   end
   if best then run:refresh_best(best) end
-  local summary = write_summary(run, info, task, ctx, best, client, opts, resumed)
+  local summary = write_summary(run, info, task, ctx, best, client, opts, resumed, nil, ties)
   replay_note(summary, client, note)
   if best then
     local m = best.metrics
     note(string.format("best: %s %s (%.3f ms vs %.3f ms) -> %s/best", best.id, m.timing_kind == "interpret"
       and "(interpret timing: no speedup)" or string.format("speedup %.2fx over the baseline", m.speedup or 0),
-      best.metrics.latency_s * 1000, (root.metrics.latency_s or 0) * 1000, run.dir))
+      best.metrics.latency_s * 1000, (root.metrics.latency_s or 0) * 1000, run.dir)
+      .. (ties and #ties > 0 and (" (within the measured noise of " .. table.concat(ties, ", ") .. ")") or ""))
   else
     note("no correct kernel found -> " .. run.dir)
   end

@@ -7,6 +7,7 @@ local fs = require "mk.fs"
 local json = require "cjson.safe"
 local util = require "mk.services.util"
 local ask = require "mk.search.ask"
+local figure = require "mk.search.figure"
 
 local M = {}
 
@@ -113,7 +114,10 @@ Watch.__index = Watch
 --- Start watching the run in dir (nothing read yet: call :poll()).
 function M.watch(dir)
   return setmetatable({ dir = dir, noff = 0, eoff = 0, npart = "", epart = "", nodes = {}, by_id = {},
-    curve = {}, spent = {}, best = nil, info = {}, info_mtime = nil, questions = {} }, Watch)
+    curve = {}, spent = {}, best = nil, info = {}, info_mtime = nil, questions = {},
+    -- the kernels' figures (mk.search.figure), the nodes in event order with
+    -- what the run had spent, the ids whose figure changed since the last poll
+    pool = figure.pool(), found = {}, refigured = {} }, Watch)
 end
 
 -- New complete lines appended to a file since the last call (one stat
@@ -156,27 +160,44 @@ local function node_of(line)
     speedup = v(h[8]), correct = h[9] ~= false, at = line.at }
 end
 
---- The node as the page draws it (no oid, no offsets).
-function M.public_node(n)
-  return { id = n.id, parents = n.parents, key = n.key, kind = n.kind, status = n.status, latency_s = n.latency_s,
-    speedup = n.speedup, tokens = n.tokens }
+--- The node as the page draws it (no oid, no offsets), with its kernel's
+--- figure when `pool` (mk.search.figure) knows it: the median of all the
+--- kernel's measurements; `same_as` names the node holding it.
+function M.public_node(n, pool)
+  local f, holder
+  if pool then f, holder = pool:of(n.id) end
+  return { id = n.id, parents = n.parents, key = n.key, kind = n.kind, status = n.status,
+    latency_s = f and f.latency_s or n.latency_s, speedup = f and f.speedup or n.speedup,
+    measurements = f and f.measurements, same_as = holder, tokens = n.tokens }
+end
+
+-- The best speedup against spend: at each node event, the best pooled
+-- figure of the kernels found so far.
+local function curve_of(self)
+  local out = {}
+  for _, x in ipairs(self.found) do
+    local f = self.pool:of(x.id)
+    local prev = out[#out]
+    if f and type(f.speedup) == "number" and (not prev or f.speedup > prev.speedup) then
+      out[#out + 1] = { tokens = x.spent.tokens or 0, usd = x.spent.usd or 0, device_s = x.spent.device_s or 0,
+        speedup = f.speedup, id = x.id }
+    end
+  end
+  return out
 end
 
 -- Fold one event into what the page shows without re-reading events.
 local function fold_event(self, e)
-  if e.type == "node" and type(e.spent) == "table" then
-    self.spent = e.spent
-    local n = self.by_id[e.id]
-    if n then n.tokens = e.spent.tokens end
-    if e.status == "ok" and type(e.speedup) == "number" then
-      local prev = self.curve[#self.curve]
-      if not prev or e.speedup > prev.speedup then
-        self.curve[#self.curve + 1] = { tokens = e.spent.tokens or 0, usd = e.spent.usd or 0,
-          device_s = e.spent.device_s or 0, speedup = e.speedup, id = e.id }
-      end
+  if e.type == "node" then
+    for _, id in ipairs(self.pool:add(e)) do self.refigured[id] = true end
+    if type(e.spent) == "table" then
+      self.spent = e.spent
+      local n = self.by_id[e.id]
+      if n then n.tokens = e.spent.tokens end
+      self.found[#self.found + 1] = { id = e.id, spent = e.spent }
     end
-  elseif e.type == "best" then
-    self.best = e.id
+  elseif e.type == "measure" then
+    for _, id in ipairs(self.pool:measure(e)) do self.refigured[id] = true end
   elseif e.type == "question" then
     self.questions[e.id] = true
   elseif e.type == "decision" then
@@ -184,16 +205,29 @@ local function fold_event(self, e)
   end
 end
 
---- Read what was appended since the last poll. Returns the new nodes, the
+-- The best node: the one summary.json declares once the run has ended,
+-- else the fastest kernel so far (pooled figures).
+local function best_of(self)
+  if self.info.status and self.info.status ~= "running" then
+    local s = read_json(self.dir .. "/summary.json")
+    if s and type(s.best) == "table" and s.best.node then return s.best.node end
+  end
+  local n = self.pool:best()
+  return n and n.id
+end
+
+--- Read what was appended since the last poll. Returns the new nodes and
+--- the known ones whose kernel's figure changed (a re-measurement), the
 --- new events (both may be empty) and whether run.json changed.
 function Watch:poll()
-  local new_nodes = {}
+  local new_nodes, new_ids = {}, {}
   for _, line in ipairs(tail(self, self.dir .. "/graph.git/nodes.jsonl", "noff", "npart")) do
     local n = node_of(line)
     if n and not self.by_id[n.id] then
       self.nodes[#self.nodes + 1] = n
       self.by_id[n.id] = n
       new_nodes[#new_nodes + 1] = n
+      new_ids[n.id] = true
     end
   end
   local new_events = {}
@@ -218,13 +252,21 @@ function Watch:poll()
     self.info_mtime = st.mtime
     self.info = M.redact(read_json(self.dir .. "/run.json") or self.info)
   end
+  if next(self.refigured) or #new_events > 0 or changed or first then
+    self.curve, self.best = curve_of(self), best_of(self)
+    for id in pairs(self.refigured) do
+      local n = self.by_id[id]
+      if n and not new_ids[id] then new_nodes[#new_nodes + 1] = n end
+    end
+    self.refigured = {}
+  end
   return new_nodes, new_events, changed
 end
 
 --- Everything the page needs to draw the run as it is now.
 function Watch:state()
   local nodes = {}
-  for i, n in ipairs(self.nodes) do nodes[i] = M.public_node(n) end
+  for i, n in ipairs(self.nodes) do nodes[i] = M.public_node(n, self.pool) end
   return { info = self.info, nodes = nodes, curve = self.curve, spent = self.spent, best = self.best,
     summary = M.redact(read_json(self.dir .. "/summary.json")), questions = ask.pending(self.dir),
     budget = self.info.options and self.info.options.budget or self.info.budget }

@@ -102,7 +102,7 @@ function Server:tick(w) -- luacheck: ignore 212/self
   local parts = {}
   if #nodes > 0 then
     local list = {}
-    for i, n in ipairs(nodes) do list[i] = runs.public_node(n) end
+    for i, n in ipairs(nodes) do list[i] = runs.public_node(n, w.pool) end
     parts[#parts + 1] = sse("nodes", list)
   end
   if #events > 0 then parts[#parts + 1] = sse("events", { events = events, curve = w.curve, spent = w.spent, best = w.best }) end

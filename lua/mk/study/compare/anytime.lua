@@ -3,6 +3,7 @@
 --- when it was found), the run cut at a budget after the fact (the best
 --- verified kernel found within it), and the anytime curves of a task set
 --- over a log grid of budgets.
+local figure = require("mk.search.figure")
 local metrics = require("mk.study.metrics")
 local RESOURCES = require("mk.study.compare.budget").RESOURCES
 local median_eff = require("mk.study.compare.stats").median_effective
@@ -14,6 +15,22 @@ local NOT_COMPILED = { compile_error = true, rejected = true }
 local function num(x) return type(x) == "number" and x == x and x or nil end
 
 -- Anytime traces --------------------------------------------------------------
+
+-- Each node counts its kernel's figure: the median of every measurement of
+-- its source, however late in the run it was taken (mk.search.figure),
+-- never the figure its node event carried when it was first measured; and
+-- the held-out verdict of any node of the source.
+local function pool_figures(nodes, pool, heldout)
+  for _, n in ipairs(nodes) do
+    local f, holder = pool:of(n.id)
+    n.speedup = f and num(f.speedup)
+    n.latency_s = f and num(f.latency_s)
+    n.same_as = holder
+    n.correct = n.status == "ok" and n.speedup ~= nil and n.speedup > 0
+    n.verified = heldout[n.id]
+    if n.verified == nil and holder then n.verified = heldout[holder] end
+  end
+end
 
 local SPENT_KEYS = { "tokens", "usd", "llm_s", "device_s" }
 
@@ -32,10 +49,16 @@ local SPENT_KEYS = { "tokens", "usd", "llm_s", "device_s" }
 --- ran at once in one bench process may have logged each other's calls)
 --- and no device seconds (`has.device_s` false).
 ---
---- Returns {nodes = {{id, kind, status, speedup, compiled, correct,
---- verified = true|false|nil, at = {tokens, usd, llm_s, device_s, wall_s}}},
---- total = {tokens, usd, llm_s, device_s, wall_s}, has = {resource = bool},
---- rebuilt = bool}.
+--- A node's speedup is its kernel's figure: nodes of one source (node
+--- events' `source_hash`) share the median of all the source's
+--- measurements, `measure` events included, and the held-out verdict of
+--- any of them (mk.search.figure).
+---
+--- Returns {nodes = {{id, kind, status, speedup, latency_s, same_as,
+--- compiled, correct, verified = true|false|nil, at = {tokens, usd, llm_s,
+--- device_s, wall_s}}}, total = {tokens, usd, llm_s, device_s, wall_s}, has
+--- = {resource = bool}, rebuilt = bool, declared = the node summary.json
+--- names best, or nil}.
 ---@param events table[]
 ---@param summary table|nil
 ---@return table
@@ -46,6 +69,7 @@ function anytime.trace(events, summary)
   local resumed_at = {}
   local has_device, rebuilt = true, false
   local nodes, heldout = {}, {}
+  local pool = figure.pool()
   for _, ev in ipairs(events) do
     local ty = ev.type
     if ty == "llm" or ty == "llm_call" then
@@ -76,17 +100,18 @@ function anytime.trace(events, summary)
           rebuilt = true
         end
       end
+      pool:add(ev)
       if ev.kind ~= "reference" and ev.kind ~= "root" then
-        local speedup = num(ev.speedup)
         nodes[#nodes + 1] = {
-          id = tostring(ev.id), kind = ev.kind, status = ev.status, speedup = speedup,
-          compiled = type(ev.status) == "string" and not NOT_COMPILED[ev.status],
-          correct = ev.status == "ok" and speedup ~= nil and speedup > 0, at = at,
+          id = tostring(ev.id), kind = ev.kind, status = ev.status,
+          compiled = type(ev.status) == "string" and not NOT_COMPILED[ev.status], at = at,
         }
       end
+    elseif ty == "measure" then
+      pool:measure(ev)
     end
   end
-  for _, n in ipairs(nodes) do n.verified = heldout[n.id] end
+  pool_figures(nodes, pool, heldout)
   local c = type(summary) == "table" and type(summary.cost) == "table" and summary.cost or {}
   local total = {
     tokens = (num(c.input_tokens) or num(c.output_tokens)) and ((num(c.input_tokens) or 0) + (num(c.output_tokens) or 0))
@@ -103,7 +128,8 @@ function anytime.trace(events, summary)
       if n.at[k] and total[k] and n.at[k] > total[k] then total[k] = n.at[k] end
     end
   end
-  return { nodes = nodes, total = total, rebuilt = rebuilt,
+  local declared = type(summary) == "table" and type(summary.best) == "table" and summary.best.node
+  return { nodes = nodes, total = total, rebuilt = rebuilt, declared = declared and tostring(declared) or nil,
     has = { tokens = true, usd = true, llm_s = true, wall_s = true, device_s = has_device } }
 end
 
@@ -118,7 +144,8 @@ end
 
 --- The outcome of a run cut at a budget: the best correct node found
 --- within every limit (nodes that failed the held-out re-check never
---- count; nodes never re-checked count but are flagged). Returns
+--- count; nodes never re-checked count but are flagged); a run the budget
+--- does not cut counts the node its summary declared best. Returns
 --- {correct, compiled, speedup, node, unverified = bool, cut = bool (the
 --- run spent more than the budget)} — shaped like a bench run outcome so
 --- mk.metrics can rank and aggregate it.
@@ -135,6 +162,11 @@ function anytime.at_budget(trace, limits)
   local cut = false
   for k, b in pairs(limits) do
     if (trace.total[k] or 0) > b * (1 + 1e-12) then cut = true end
+  end
+  if not cut and trace.declared then -- the whole run: the node it declared best (held-out checked, ties settled)
+    for _, n in ipairs(trace.nodes) do
+      if n.id == trace.declared and n.correct then best = n end
+    end
   end
   return {
     correct = best ~= nil, compiled = compiled or best ~= nil, speedup = best and best.speedup,
