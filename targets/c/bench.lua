@@ -9,6 +9,7 @@ local task_lib = require("mk.services.task")
 local runner = need "runner"
 local suite = need "suite"
 local probes_lib = need "probes"
+local contention = need "contention"
 local check_outputs = need("check").outputs
 local result, nonce, scratch_blob, run_runner = runner.result, runner.nonce, runner.scratch_blob, runner.run
 local read_meta, case_list, case_plan = suite.read_meta, suite.case_list, suite.case_plan
@@ -139,11 +140,15 @@ function M.bench(task, build, opts)
   end
   local probes = add_probes(plan, by_id, task, meta, opts, tests_dir, n, stock)
   local bytes = meta.per_set_bytes * (meta.sets + 1 + #probes) + meta.flush_bytes
+  local machine = contention.before()
   local st, j, rproc = run_runner(task, build, tests_dir, table.concat(plan, "\n") .. "\n", n,
     { timeout = opts.timeout or 2 * task.timeout, threads = opts.threads, mem_mb = opts.mem_mb, scratch = sdir,
       cpu = opts.cpu, ro = stock and #probes > 0 and { stock.ref.inputs_root .. "/inputs" } or nil }, bytes)
   if st then drop(); st.correct = false; return st end
   local base = bench_record(j, rproc, task_lib.now() - t0, stock)
+  -- timed while other processes or the hypervisor held the CPU: flagged, for the evaluator to retake or mark
+  base.contention = contention.judge(machine, rproc and rproc.cpu_s, j, opts.contention)
+  base.contended = base.contention.why
   if j.bad_calls and j.bad_calls > 0 then
     drop()
     return result("incorrect", "the outputs changed between timed calls on the same inputs (" .. math.tointeger(j.bad_calls)

@@ -19,7 +19,8 @@
 ---   machine.lua  facts, suite_facts, machine_key, suite_cache
 --- and what they share: runner.lua (the processes: mkc-run, the compiler,
 --- binaries, result tables), check.lua (mkc-check), suite.lua (a frozen
---- suite's cases and their plan lines).
+--- suite's cases and their plan lines), contention.lua (whether a
+--- benchmark was timed while something else held the CPU).
 local _, dir = ...
 local util = require("mk.services.util")
 
@@ -31,6 +32,6 @@ for _, phase in ipairs { "task", "screen", "compile", "freeze", "test", "bench",
 end
 
 M._internal = { formula = need("task").formula, case_list = need("suite").case_list,
-  classify = need("runner").classify, sh_quote = util.sh_quote }
+  classify = need("runner").classify, sh_quote = util.sh_quote, contention = need("contention") }
 
 return M

@@ -31,7 +31,10 @@ task's content and this machine, and reused (verified) by the next eval.
                  checked_at, timed_at, baseline_timed_at when a kernel
                  was checked at a larger scale than the test scale;
                  heldout.confirmed_at / confirm_note: the larger scale
-                 its held-out cases passed at too, or why not (pallas)
+                 its held-out cases passed at too, or why not (pallas);
+                 contended (why), retakes, contention {other_cores,
+                 steal, load1, disturbed}: the benchmark was timed while
+                 something else held the CPU, even after retakes (c)
   --timeout S    time limit of each candidate process (default: the task's)
   --no-tune      ignore mk:tune lines
   --no-profile   skip the profile
@@ -118,6 +121,7 @@ local function json_result(r, task, candidate, ev)
     task = task.name, candidate = candidate,
     baseline_cached = ev.base and ev.base.cached or false,
     checked_at = r.checked_at, timed_at = r.timed_at, baseline_timed_at = r.baseline_timed_at, -- escalated (pallas)
+    contended = r.contended, retakes = r.retakes, contention = r.contention, -- timed under contention (c)
   }
   if r.timing then out.timing = timing_numbers(r.timing) end
   if r.profile then
