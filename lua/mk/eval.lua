@@ -313,9 +313,13 @@ local TIMING = { "latency_s", "spread", "reps", "sets", "times", "min_s", "max_s
 --- `again()`, up to opts.bench.retakes times (default 1): the first clean
 --- timing replaces its own, else the last one stays, still marked, so a
 --- contended figure is never kept silently. br.retakes counts them;
---- `spent(r)` is handed each retake's result (its time).
+--- `spent(r)` is handed each retake's result (its time). Once 3 retakes
+--- in a row were flagged too, the contention is the machine's state, not
+--- a moment: benchmarks are marked without a retake (which would only
+--- double their cost) until one comes out clean.
 function Evaluator:_retake(br, again, spent)
   local n = (self.opts.bench or {}).retakes or 1
+  if (self.retakes_failed or 0) >= 3 then n = 0 end
   local k = 0
   while br.status == "ok" and br.contended and k < n do
     k = k + 1
@@ -325,6 +329,11 @@ function Evaluator:_retake(br, again, spent)
     for _, f in ipairs(TIMING) do br[f] = r2[f] end
   end
   if k > 0 then br.retakes = k end
+  if br.status == "ok" and not br.contended then
+    self.retakes_failed = 0
+  elseif k > 0 then
+    self.retakes_failed = (self.retakes_failed or 0) + 1
+  end
   return br
 end
 
