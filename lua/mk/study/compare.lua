@@ -32,7 +32,7 @@ compare.trace, compare.at_budget = anytime.trace, anytime.at_budget
 compare.log_grid, compare.curve, compare.curves = anytime.log_grid, anytime.curve, anytime.curves
 compare.quantile, compare.bootstrap, compare.median_effective = stats.quantile, stats.bootstrap, stats.median_effective
 compare.geomean_ratio, compare.wtl, compare.pair_stats = stats.geomean_ratio, stats.wtl, stats.pair_stats
-compare.suggest_repeats, compare.verdict = stats.suggest_repeats, stats.verdict
+compare.suggest_repeats, compare.verdict, compare.MAX_REPEATS = stats.suggest_repeats, stats.verdict, stats.MAX_REPEATS
 compare.format, compare.notes, compare.run_budget_note = text.format, text.notes, text.run_budget_note
 compare.html = page.page
 
@@ -120,7 +120,10 @@ end
 --- Check that strategies can be compared: at least two, the same suite and
 --- the same tasks. Returns true | nil, {kind = "incompatible", message}.
 function compare.check(strategies)
-  if #strategies < 2 then return nil, { kind = "incompatible", message = "need at least two benches to compare" } end
+  if #strategies < 2 then
+    return nil, { kind = "incompatible", message = "need at least two benches to compare: two bench directories, "
+      .. "or a sweep with two or more bench entries" }
+  end
   local a = strategies[1]
   for i = 2, #strategies do
     local b = strategies[i]

@@ -136,17 +136,42 @@ function stats.pair_stats(tasks_a, tasks_b, opts)
     wins = w, ties = t, losses = l, tasks = #units, tasks_only = { low = to.low, high = to.high }, per_task = per_task }
 end
 
+--- The most repeats per task suggest_repeats names (opts.max): beyond it a
+--- run costs more than a repeat count can be a plan.
+stats.MAX_REPEATS = 20
+
+-- What tightens the interval when repeats cannot: more tasks shrink the
+-- whole half-width as 1/sqrt(tasks) (about `tasks` of them would exclude
+-- 1.0 at today's repeats, if the difference stays); when the spread
+-- between repeats is most of it, so does a larger budget per run.
+local function instead(half2, half_t2, effect, t, g)
+  local n = t and math.ceil(t * half2 / (effect * effect))
+  local more = n and string.format("about %d tasks at these repeats, if the difference stays %.2fx", n, g)
+    or "more tasks"
+  if half_t2 >= half2 - half_t2 then
+    return "the spread between tasks is most of the interval: " .. more .. " would tighten it", n
+  end
+  return "the spread between repeats is most of the interval: " .. more .. ", or a larger budget per run "
+    .. "(whose repeats then find kernels closer to each other) would tighten it", n
+end
+
 --- How many repeats the interval suggests. The interval's half-width (on a
 --- log scale) has a part from the spread between tasks (`tasks_only`) and a
 --- part from the spread between repeats, which shrinks as 1/sqrt(K). If the
 --- interval already excludes 1 nothing more is needed; if the between-task
 --- part alone is wider than the observed effect, more repeats cannot settle
 --- it (more tasks could). Otherwise the smallest K' whose interval would
---- exclude 1 if the effect stays as observed. A rough planning figure.
+--- exclude 1 if the effect stays as observed, when it is at most opts.max
+--- (stats.MAX_REPEATS); beyond that the difference is below what an
+--- affordable number of repeats resolves, and the reason says what
+--- tightens the interval instead (more tasks, about how many when
+--- pair.tasks is known; a larger budget per run). A rough planning figure.
 ---@param pair table from stats.pair_stats
 ---@param k integer repeats per task now
----@return table {decided = bool, repeats = integer|nil, reason = string}
-function stats.suggest_repeats(pair, k)
+---@param opts table|nil {max = integer}
+---@return table {decided = bool, repeats = integer|nil, needed = integer|nil, tasks = integer|nil, reason = string}
+function stats.suggest_repeats(pair, k, opts)
+  local cap = opts and opts.max or stats.MAX_REPEATS
   local g, lo, hi = pair.geomean_ratio, pair.ci_low, pair.ci_high
   if lo > 1 or hi < 1 then return { decided = true, reason = "the interval excludes 1.0 already" } end
   local effect = math.abs(math.log(g))
@@ -155,16 +180,24 @@ function stats.suggest_repeats(pair, k)
   if effect < 1e-9 then
     return { decided = false, reason = "no difference observed: more repeats cannot show one" }
   end
+  local tasks = pair.tasks and math.ceil(pair.tasks * half * half / (effect * effect))
   if half_t >= effect then
-    return { decided = false, reason = "the spread between tasks alone is wider than the difference: more tasks, not repeats, could settle it" }
+    return { decided = false, tasks = tasks, reason = "the spread between tasks alone is wider than the difference: "
+      .. "more tasks, not repeats, could settle it" .. (tasks and string.format(" (about %d tasks, if the difference "
+      .. "stays %.2fx)", tasks, g) or "") }
   end
   local var_rep = math.max(0, half * half - half_t * half_t)
   if var_rep <= 0 then
     return { decided = false, reason = "repeats add no spread: more tasks, not repeats, could settle it" }
   end
-  local need = math.ceil(k * var_rep / (effect * effect - half_t * half_t))
-  return { decided = false, repeats = math.max(need, k + 1),
-    reason = string.format("about %d repeats per task, if the difference stays %.2fx", math.max(need, k + 1), g) }
+  local need = math.max(math.ceil(k * var_rep / (effect * effect - half_t * half_t)), k + 1)
+  if need > cap then
+    local why, n = instead(half * half, half_t * half_t, effect, pair.tasks, g)
+    return { decided = false, needed = need, tasks = n, reason = string.format("the difference (%.2fx) is below what "
+      .. "repeats can resolve: about %d per task would be needed, more than %d; %s", g, need, cap, why) }
+  end
+  return { decided = false, repeats = need,
+    reason = string.format("about %d repeats per task, if the difference stays %.2fx", need, g) }
 end
 
 local function span_text(lo, hi, unit)
