@@ -242,7 +242,7 @@ return {
     kernel("first", "stream_store.c")
     kernel("other", "stream_omp.c")
     kernel("again", "stream_store.c")
-    return nil
+    return ctx:best() -- the run's fastest kernel: settled like nil
   end,
 }
 ]]

@@ -274,14 +274,37 @@ local function one_per_source(nodes)
   return out
 end
 
+-- What the strategy returned, as the runner weighs it: nil (the run's
+-- best) when it is the run's fastest kernel (what `return ctx:best()`
+-- gives), else the latest node of its kernel (the one holding its figure).
+local function returned(chosen, all)
+  if not chosen then return nil end
+  local h = chosen.metrics and chosen.metrics.source_hash
+  local latest = chosen
+  if h then
+    for _, n in ipairs(all) do
+      if n.metrics.source_hash == h then latest = n end
+    end
+  end
+  local fastest
+  for _, n in ipairs(all) do
+    if not fastest or n.metrics.latency_s < fastest.metrics.latency_s then fastest = n end
+  end
+  if fastest and fastest == latest then return nil end
+  return latest
+end
+
 -- The best node that also passes the held-out check (nodes failing it are
 -- recorded and skipped), and the ids of the candidates still within its
--- noise. A node the strategy returned is the only candidate. Otherwise the
--- lead is settled first: candidates tying with the fastest are re-measured
--- interleaved (mk.search.records.settle, `settle` rounds, default 3), so
--- the best is declared beyond noise where measuring can tell.
+-- noise. A node the strategy returned is the only candidate, unless it is
+-- the run's fastest kernel. Otherwise the lead is settled first:
+-- candidates tying with the fastest are re-measured interleaved
+-- (mk.search.records.settle, `settle` rounds, default 3), so the best is
+-- declared beyond noise where measuring can tell.
 local function heldout_best(ctx, chosen)
-  local candidates = one_per_source(chosen and { chosen } or ctx.graph:nodes())
+  local all = one_per_source(ctx.graph:nodes())
+  chosen = returned(chosen, all)
+  local candidates = chosen and one_per_source({ chosen }) or all
   if chosen and #candidates == 0 then ctx:log("the strategy returned %s, which is not a correct candidate", chosen.id) end
   local _, _, rounds = records.settle(ctx, candidates, { rounds = chosen and 0 or ctx.opts.settle })
   if rounds > 0 then ctx:event { type = "settle", rounds = rounds } end
