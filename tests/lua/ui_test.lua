@@ -94,6 +94,35 @@ t.test("node details carry code, diff against the parent, plan and profile", fun
   run:close()
 end)
 
+t.test("the viewer shows one figure per kernel: older nodes name the holder, a re-measurement reaches them", function()
+  local runs = require "mk.ui.runs"
+  local run = make_run("figure")
+  local same = { ["k.c"] = "int same;\n" }
+  assert(run.graph:add { parents = { "n0001" }, kind = "implement", key = "a", files = same,
+    metrics = { latency_s = 0.0008, speedup = 2.5, source_hash = "h" } })
+  assert(run.graph:add { parents = { "n0001" }, kind = "implement", key = "b", files = same,
+    metrics = { latency_s = 0.0009, speedup = 2 / 0.9, source_hash = "h", measurements = 2,
+      samples = { 0.0008, 0.001 } } })
+  local w = runs.watch(run.dir)
+  w:poll()
+  local st = w:state()
+  local by = {}
+  for _, n in ipairs(st.nodes) do by[n.id] = n end
+  t.eq(by.n0003.same_as, "n0004")
+  t.eq(by.n0003.latency_s, 0.0009, "the older node shows the kernel's figure, not its first one")
+  t.eq(st.best, "n0004", "the holder stands for the kernel; the first figure (0.8 ms) no longer ranks")
+  run:event { type = "measure", source_hash = "h", latency_s = 0.0007, speedup = 2 / 0.7, measurements = 3,
+    samples = { 0.0008, 0.001, 0.0007 } }
+  local changed = w:poll()
+  local ids = {}
+  for _, n in ipairs(changed) do ids[#ids + 1] = n.id end
+  table.sort(ids)
+  t.same(ids, { "n0003", "n0004" }, "both nodes of the kernel are sent again")
+  t.eq(runs.public_node(w.by_id.n0003, w.pool).latency_s, 0.0007)
+  t.eq(w.best, "n0004")
+  run:close()
+end)
+
 t.test("answers need the token, the first one wins, bad ones are 4xx", function()
   local run = make_run("ask")
   local s = assert(server.start { root = tmp .. "/runs" })

@@ -59,8 +59,15 @@ function M.details(w, id)
   if not repo then return nil, err.message end
   local t = tail_of(w, n)
   local meta = type(t.meta) == "table" and t.meta or {}
-  local d = runs.public_node(n)
+  local d = runs.public_node(n, w.pool)
   d.metrics = runs.redact(t.metrics or {})
+  -- the kernel's figure (all its measurements), not the one this node's commit was made with
+  local f = w.pool and w.pool:of(n.id)
+  if f then
+    for _, k in ipairs({ "latency_s", "speedup", "measurements", "samples", "latency_min_s", "latency_max_s" }) do
+      d.metrics[k] = f[k]
+    end
+  end
   d.cost = runs.redact(t.cost or {})
   d.time = t.time
   d.plan = cut(repo:read(n.oid, "plan.md"))
