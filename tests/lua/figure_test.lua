@@ -187,6 +187,23 @@ t.test("a re-measured kernel: every node shows the median, a measure event recor
   ro:close()
 end)
 
+t.test("a resumed run's nodes show their kernels' figures again, measure events included", function()
+  local ctx, _, run, kernel = make_ctx({ [0.005] = { { 0.003 }, { 0.002 } } })
+  local a = kernel("a", 0.005)
+  kernel("a2", 0.005)
+  ctx:remeasure(a) -- 0.002: the median of 0.005, 0.003, 0.002 is 0.003, only in a measure event
+  local dir = run.dir
+  run:close()
+  local again = assert(rundir.open(dir))
+  local ctx2 = context.new { task = load_task(), graph = again.graph, run = again, eval = fake_eval(),
+    llm = llm.client { provider = "scripted", model = "scripted" }, agents = require "agents", seed = 1 }
+  local a_again = again.graph:get(a.id)
+  t.eq(a_again.metrics.latency_s, 0.003, "not the 5 ms its commit holds")
+  t.eq(a_again.metrics.measurements, 3)
+  t.eq(ctx2:best().id, "n0003", "the latest node of the kernel")
+  again:close()
+end)
+
 t.test("a contended benchmark is kept apart, never silently pooled; alone it is marked", function()
   local _, _, run, kernel = make_ctx({ [0.005] = { { 0.020, "steal 30 %" } }, [0.007] = {} })
   local a = kernel("a", 0.005)

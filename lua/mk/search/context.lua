@@ -174,6 +174,8 @@ function M.new(o)
   }, Ctx)
   local mods = o.agents
   if type(mods) ~= "table" then error("context.new: agents must be the table of sub-agents (require \"agents\")", 2) end
+  -- a resumed run: its nodes show their kernels' figures (mk.search.records)
+  if o.graph and o.graph:len() > 0 then records.seed(ctx) end
   ctx.agents = {}
   ctx.defaults = type(mods.defaults) == "table" and mods.defaults or {}
   for _, name in ipairs(M.AGENTS) do

@@ -33,9 +33,17 @@ local function new_record(hash, o)
   return { hash = hash, samples = {}, flagged = {}, nodes = {}, lock = task_lib.semaphore(1), opts = o }
 end
 
--- A resumed run's records, from the nodes already in the graph and the
--- measure events of its run directory (the same pool every reader uses).
-local function seed(ctx)
+local SHOWN = { "latency_s", "speedup", "measurements", "samples", "flagged", "latency_min_s", "latency_max_s",
+  "contended" }
+
+--- A resumed run's records, from the nodes already in the graph and the
+--- measure events of its run directory (the same pool every reader uses):
+--- every node of a source shows its kernel's figure again, as it did in
+--- the session that measured it, so ctx:best() and ctx.better rank the
+--- same way. Done once per ctx (ctx.new does it when the graph has nodes).
+function M.seed(ctx)
+  if ctx._records_seeded then return end
+  ctx._records_seeded = true
   local nodes = ctx.graph:nodes()
   local pool = figure.pool()
   for _, n in ipairs(nodes) do pool:add(n) end
@@ -49,8 +57,11 @@ local function seed(ctx)
       local r = ctx._records[h] or new_record(h, { tune = n.kind == "tune" })
       ctx._records[h] = r
       r.nodes[#r.nodes + 1] = n
+      local f = n.status == "ok" and pool:of(n)
+      if f then
+        for _, k in ipairs(SHOWN) do m[k] = f[k] end
+      end
       if not r.result then
-        local f = n.status == "ok" and pool:of(n)
         if f then
           r.samples = util.copy(f.samples) or { f.latency_s }
           r.flagged = util.copy(f.flagged) or {}
@@ -66,10 +77,7 @@ end
 --- The record of files (made on first use; a resumed run's are seeded from
 --- its graph and events the first time).
 function M.record(ctx, files, o)
-  if not ctx._records_seeded then
-    ctx._records_seeded = true
-    seed(ctx)
-  end
+  M.seed(ctx)
   local hash = M.source_hash(files, o)
   local rec = ctx._records[hash]
   if not rec then
@@ -107,9 +115,6 @@ function M.figure(rec)
     measurements = #xs, samples = xs, flagged = #rec.flagged > 0 and rec.flagged or nil,
     latency_min_s = lo, latency_max_s = hi, contended = contended }
 end
-
-local SHOWN = { "latency_s", "speedup", "measurements", "samples", "flagged", "latency_min_s", "latency_max_s",
-  "contended" }
 
 -- After a sample: every node of the source shows the figure, and a
 -- `measure` event records it for readers of the run directory.
