@@ -306,7 +306,7 @@ function Ctx:chat(req)
       util.raise({ exit = 1, kind = err.kind, message = "model error (" .. err.kind .. "): " .. tostring(err.message) })
     end
     if err and M.UNAVAILABLE[err.kind] then
-      local where = self.llm.endpoint and self.llm:endpoint() or tostring(self.llm.provider)
+      local where = self.llm.endpoint and self.llm:endpoint() or tostring(self.llm.label or self.llm.provider)
       local e = infra.error(string.format("the model endpoint %s failed (%s): %s", where, err.kind,
         tostring(err.message)))
       e.cause, e.endpoint, e.failure = "model_unavailable", where, err.kind
