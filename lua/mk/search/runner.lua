@@ -221,8 +221,8 @@ end
 -- event. Returns a function giving this run's call count.
 local function wire_events(run, progress, client)
   local append = run.event
-  run.event = function(self, e)
-    append(self, e)
+  run.event = function(self, e, detail)
+    append(self, e, detail)
     progress:event(e)
   end
   local calls = 0
