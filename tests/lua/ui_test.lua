@@ -56,6 +56,49 @@ t.test("httpd answers requests from tasks and streams without blocking the loop"
   t.eq(srv:next(), nil)
 end)
 
+t.test("httpd holds a send given a delay until then, or until a send without one; in order", function()
+  local srv = assert(httpd.listen { port = 0 })
+  local stream
+  task.spawn(function()
+    stream = srv:next()
+    stream:stream(200, { ["Content-Type"] = "text/plain" })
+  end)
+  local req = http.open { url = "http://127.0.0.1:" .. srv:port() .. "/", timeout = 30, lines = true }
+  while not stream do task.sleep(0.01) end
+  local got, ended = {}, false
+  local reader = task.spawn(function()
+    while true do
+      local lines = req:next_lines()
+      if not lines then break end
+      for _, l in ipairs(lines) do got[#got + 1] = l end
+    end
+    ended = true
+  end)
+  local function read_until(n)
+    while #got < n and not ended do task.sleep(0.01) end
+    t.ok(#got >= n, "the stream ended after " .. table.concat(got, ","))
+  end
+  t.eq(stream:send("a\n", 60), true) -- held: would wait a minute
+  t.eq(stream:send("b\n", 60), true)
+  task.sleep(0.3)
+  t.eq(#got, 0, "nothing arrives while held")
+  t.eq(stream:send("c\n"), true) -- goes at once, with what was held before it
+  read_until(3)
+  t.eq(table.concat(got, ","), "a,b,c")
+  stream:send("d\n", 0.05) -- a short hold ends by itself
+  read_until(4)
+  t.eq(got[4], "d")
+  stream:send("e\n", 60)
+  stream:close() -- the end of a stream takes what was held
+  read_until(5)
+  t.eq(got[5], "e")
+  task.await(reader)
+  t.ok(ended)
+  t.raises(function() stream:send("x", -1) end, "within_s")
+  req:close()
+  srv:close()
+end)
+
 t.test("a run page's stream pushes the nodes a running engine commits", function()
   local run = make_run("live")
   local s = assert(server.start { root = tmp .. "/runs" })
