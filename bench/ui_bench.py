@@ -16,8 +16,8 @@ the engine process's own CPU (utime + stime of /proc/PID/stat, sampled until
 it exits: compilers and candidates are other processes and not counted).
 Runs vary by tens of percent on a loaded machine, more than the viewer
 costs; the steadier figure is the viewer's own share, which `run --ui`
-prints at its end (CPU of the viewer's Lua work and of the HTTP library,
-against the engine's os.clock()).
+prints at its end (CPU of the viewer's Lua work, loading its modules
+included, and of the HTTP library, against the engine's os.clock()).
 """
 import os
 import re
@@ -141,9 +141,10 @@ def one_run(ui):
 
     def drain():
         for line in p.stderr:
-            m = re.search(r"the viewer used (\d+) ms of CPU, ([0-9.]+) %", line)
+            m = re.search(r"the viewer used ([0-9.]+) ms of CPU \(loading it ([0-9.]+), "
+                          r"the HTTP library ([0-9.]+)\), ([0-9.]+) %", line)
             if m:
-                share.append((int(m.group(1)), float(m.group(2))))
+                share.append(tuple(float(x) for x in m.groups()))
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
     t0 = time.monotonic()
@@ -154,8 +155,8 @@ def one_run(ui):
         d.quit()
     shutil.rmtree(tmp, ignore_errors=True)
     if ui and share:
-        print("  viewer: %d ms CPU, %.2f %% of the engine's" % share[0])
-        one_run.shares.append(share[0][1])
+        print("  viewer: %.2f ms CPU (loading it %.2f, HTTP library %.2f), %.2f %% of the engine's" % share[0])
+        one_run.shares.append(share[0])
     return cpu, wall
 
 
@@ -173,10 +174,14 @@ def cpu(repeats):
     print("engine CPU with the page open: %s; walls %s" % (fmt([c for c, _ in viewed], "s"), [round(w) for _, w in viewed]))
     print("difference of the medians: %+.1f %%" % ((b - a) / a * 100))
     if one_run.shares:
-        print("the viewer's own share of the engine CPU: %s" % fmt(one_run.shares, "%"))
+        print("the viewer's own share of the engine CPU: %s" % fmt([s[3] for s in one_run.shares], "%"))
+        print("  its CPU: %s, of which loading it %s and the HTTP library %s" % (
+            fmt([s[0] for s in one_run.shares], "ms"), fmt([s[1] for s in one_run.shares], "ms"),
+            fmt([s[2] for s in one_run.shares], "ms")))
 
 
 if __name__ == "__main__":
+    print("machine: load %s" % open("/proc/loadavg").read().split()[:3])
     what = sys.argv[1] if len(sys.argv) > 1 else "page"
     if what == "page":
         page(int(sys.argv[2]) if len(sys.argv) > 2 else 10000)
