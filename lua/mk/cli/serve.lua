@@ -6,7 +6,8 @@ local M = {
   usage = "usage: mkengine serve [PATH] [--host ADDR] [--port N] [--json]",
   help = [[
 PATH is a run directory, a bench or sweep directory, or a directory holding
-them (default runs/). Open the printed URL in a browser: the search tree as
+them (default runs/). The printed URL opens the run's page for a run, else
+the index of what PATH holds. Open it in a browser: the search tree as
 it grows, best speedup against tokens, spend against the budget, each node's
 plan, code, diff, messages, metrics, profile and prompts, and the questions a
 strategy asks a person (hitl), answered there. The engine that writes a run

@@ -295,7 +295,7 @@ end
 
 --- Start serving. o: root (directory of runs, or one run), host (default
 --- 127.0.0.1), port (0: a free one), single (the id of the run shown first;
---- "" with `run`), run (the mk.search.rundir run this engine
+--- "" when root is itself a run), run (the mk.search.rundir run this engine
 --- is writing, `run --ui`: the run `single` names is then followed from
 --- the engine, not from its files). Returns the server {url, token, port};
 --- :close() stops.
@@ -303,7 +303,7 @@ function M.start(o)
   local srv, err = httpd.listen { host = o.host or "127.0.0.1", port = o.port or 0 }
   if not srv then return nil, err end
   local single = o.single
-  if single == nil and o.run then single = "" end
+  if single == nil and (o.run or fs.exists(o.root .. "/run.json")) then single = "" end
   local self = setmetatable({ srv = srv, root = o.root, host = o.host or "127.0.0.1", port = srv:port(),
     token = o.token or new_token(), watches = {}, single = single, run = o.run, cpu_s = 0 }, Server)
   local shown = self.host == "0.0.0.0" and "127.0.0.1" or self.host
