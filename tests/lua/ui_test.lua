@@ -311,6 +311,21 @@ t.test("serve RUN opens that run's page; serve DIR of runs opens the index", fun
   d:close()
 end)
 
+t.test("a page is one request: its style sheet and script come inline, no icon is asked for", function()
+  local run = make_run("inline")
+  local s = assert(server.start { root = run.dir })
+  for _, path in ipairs { "/run/", "/" } do
+    local code, html = get(s, path)
+    t.eq(code, 200)
+    t.contains(html, "window.mkui", "the script inline")
+    t.contains(html, "<style>", "the style sheet inline")
+    t.ok(not html:find("/assets/", 1, true), "nothing left to fetch")
+    t.contains(html, '<link rel="icon" href="data:,">')
+  end
+  t.eq(get(s, "/assets/ui.js"), 200, "the assets are still served")
+  close_all(s, run)
+end)
+
 t.test("node details carry code, diff against the parent, plan and profile", function()
   local run = make_run("details")
   local s = assert(server.start { root = tmp .. "/runs" })

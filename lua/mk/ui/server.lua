@@ -52,12 +52,41 @@ local function fail(req, status, msg) return send_json(req, status, { error = ms
 
 -- ---- pages and assets ---------------------------------------------------------
 
+local function read_asset(name) return fs.read(home.path("lua/mk/ui/assets/" .. name)) end
+
 function Server:asset(req, name) -- luacheck: ignore 212/self
   local ext = name:match("^[%w_-]+%.(%a+)$")
   if not ext or not ASSET_TYPES[ext] then return fail(req, 404, "no such asset") end
-  local data = fs.read(home.path("lua/mk/ui/assets/" .. name))
+  local data = read_asset(name)
   if not data then return fail(req, 404, "no such asset") end
   return req:respond(200, data, headers(ASSET_TYPES[ext]))
+end
+
+-- The tags of a page that link the style sheet and the script, and what
+-- puts each inline.
+local INLINE = {
+  { tag = '<link rel="stylesheet" href="/assets/ui.css">', name = "ui.css", open = "<style>", close = "</style>" },
+  { tag = '<script src="/assets/ui.js"></script>', name = "ui.js", open = "<script>", close = "</script>" },
+}
+
+-- An HTML page with its style sheet and script inline: one request where
+-- there were three, each of which costs the engine a task and the HTTP
+-- library's work. The assets stay files, read at each request.
+function Server:page(req, name) -- luacheck: ignore 212/self
+  local html = read_asset(name)
+  if not html then return fail(req, 404, "no such page") end
+  local parts, pos = {}, 1
+  for _, x in ipairs(INLINE) do
+    local a, b = html:find(x.tag, pos, true)
+    local body = a and read_asset(x.name)
+    if body and not body:lower():find(x.close, 1, true) then
+      parts[#parts + 1] = html:sub(pos, a - 1)
+      parts[#parts + 1] = x.open .. body .. x.close
+      pos = b + 1
+    end
+  end
+  parts[#parts + 1] = html:sub(pos)
+  return req:respond(200, table.concat(parts), headers(ASSET_TYPES.html))
 end
 
 -- A bench or sweep: the HTML report mk.study.report draws for it.
@@ -237,9 +266,9 @@ local function unescape(s)
 end
 
 function Server:get(req, path)
-  if path == "/" or path == "/index.html" then return self:asset(req, "index.html") end
+  if path == "/" or path == "/index.html" then return self:page(req, "index.html") end
   if path == "/favicon.ico" then return req:respond(204, "", NO_STORE) end
-  if path:match("^/run/") or path == "/run" then return self:asset(req, "run.html") end
+  if path:match("^/run/") or path == "/run" then return self:page(req, "run.html") end
   local name = path:match("^/assets/(.+)$")
   if name then return self:asset(req, name) end
   if path == "/api/runs" then return send_json(req, 200, { runs = runs.list(self.root), single = self.single }) end
