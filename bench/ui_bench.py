@@ -29,12 +29,12 @@ import tempfile
 import threading
 import time
 
+from selenium import webdriver  # Debian's python3-selenium
+from selenium.webdriver.chrome.service import Service
+
 HOME = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("MKENGINE_BUILD", os.path.join(HOME, "build"))
 MK = os.path.join(BUILD, "mkengine")
-
-from selenium import webdriver  # noqa: E402  (Debian's python3-selenium)
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 
 
 def browser():
