@@ -1,8 +1,9 @@
---- mk.ui.runs: what the run viewer reads from run directories, without
---- writing or locking anything (the engine writing the run may be another
---- process): the runs under a served path, a run's nodes and events as they
---- are appended (only the new bytes of graph.git/nodes.jsonl and
---- events.jsonl are read), and one node's details from its git commit.
+--- mk.ui.runs: what the run viewer knows of runs, without writing or
+--- locking anything: the runs under a served path, and a run followed as it
+--- grows, its nodes and events either read as they are appended (only the
+--- new bytes of graph.git/nodes.jsonl and events.jsonl: the engine writing
+--- it may be another process) or handed over by the engine writing it in
+--- this process (run:listen); a node's record for its details.
 local fs = require "mk.fs"
 local json = require "cjson.safe"
 local util = require "mk.services.util"
