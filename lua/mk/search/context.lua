@@ -216,9 +216,10 @@ function Ctx:log(fmt, ...)
   self:event { type = "log", message = msg }
 end
 
---- Append an event to the run's events.jsonl.
-function Ctx:event(e)
-  if self.run then self.run:event(e) end
+--- Append an event to the run's events.jsonl (detail: handed to the
+--- run's listeners, not written; run:listen).
+function Ctx:event(e, detail)
+  if self.run then self.run:event(e, detail) end
 end
 
 --- The stable name of a node for building step keys: its own key (the
@@ -256,7 +257,7 @@ end
 ---@param spec mk.AskSpec
 function Ctx:ask(spec)
   if not self.run then error("ctx:ask: needs a run directory", 2) end
-  return ask.ask(self.run.dir, spec, function(e) self:event(e) end, self.run.info)
+  return ask.ask(self.run.dir, spec, function(e, q) self:event(e, q) end, self.run.info)
 end
 
 --- What the run has spent so far, every session of a resumed run

@@ -300,8 +300,8 @@ end
 -- event.
 local function wire_events(run, progress, client)
   local append = run.event
-  run.event = function(self, e)
-    append(self, e)
+  run.event = function(self, e, detail)
+    append(self, e, detail)
     progress:event(e)
   end
   client.ledger = function(rec)
