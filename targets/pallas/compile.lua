@@ -10,6 +10,10 @@ local args = need "args"
 local device_harness = call.device
 local candidate_args, sandbox_for, visible_inputs = args.candidate, args.sandbox, args.visible_inputs
 
+-- what a compile answer hands on to the build as it is
+local BUILD_FIELDS = { "status", "message", "phase", "kind", "compile_s", "lower_s", "wall_s", "device", "interpret",
+  "work" }
+
 --- Write the candidate files into workdir and compile (jax.jit(...).lower()
 --- then .compile()). opts.defines = tunable values; opts.tests_dir gives
 --- the input shapes (else the reference's inputs are built).
@@ -44,18 +48,8 @@ function M.compile(task, files, workdir, opts)
     return d == tests_dir and r or step(d) end) end
   if used ~= tests_dir then build.scaled_tests, build.base_tests = used, tests_dir end
   build.scale_note, build.checked_at = r.scale_note, r.checked_at
-  build.status = r.status
-  build.message = r.message
-  build.log = r.stderr
-  build.phase = r.phase
-  build.kind = r.kind
-  build.compile_s = r.compile_s
-  build.lower_s = r.lower_s
-  build.wall_s = r.wall_s
-  build.device = r.device
-  build.interpret = r.interpret
-  build.timing_kind = r.timing
-  build.work = r.work
+  for _, k in ipairs(BUILD_FIELDS) do build[k] = r[k] end
+  build.log, build.timing_kind = r.stderr, r.timing
   local why = build.status == "ok" and M.not_a_kernel(r.work, task, opts)
   if why then build.status, build.kind, build.message = "rejected", "plain_jax", "kernel.py is no Pallas kernel: " .. why end
   return build

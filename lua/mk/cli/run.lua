@@ -67,15 +67,18 @@ function M.with_ui(o)
   if not o.ui then return function(fn) return fn(o) end end
   local server
   o.on_open = function(run)
-    server = require("mk.cli.serve").start(run.dir, { host = o.host, port = o.port, single = "" })
+    -- the viewer follows this run from the engine (run:listen), not from its files
+    server = require("mk.cli.serve").start(run.dir, { host = o.host, port = o.port, single = "", run = run })
   end
   return function(fn)
     local ok, res = pcall(fn, o)
     if server then
       require("mk.services.task").sleep(0.3) -- one more tick of the viewer: the end reaches the page
       server:close()
-      io.stderr:write(string.format("mkengine: the viewer used %.0f ms of CPU, %.2f %% of this engine's %.2f s\n",
-        server:cpu() * 1000, 100 * server:cpu() / math.max(os.clock(), 1e-9), os.clock()))
+      local cpu, loading, library = server:cpu()
+      io.stderr:write(string.format("mkengine: the viewer used %.2f ms of CPU (loading it %.2f, the HTTP library %.2f), "
+        .. "%.2f %% of this engine's %.3f s\n", cpu * 1000, loading * 1000, library * 1000,
+        100 * cpu / math.max(os.clock(), 1e-9), os.clock()))
     end
     if not ok then error(res, 0) end
     return res

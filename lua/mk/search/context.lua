@@ -220,9 +220,10 @@ function Ctx:log(fmt, ...)
   self:event { type = "log", message = msg }
 end
 
---- Append an event to the run's events.jsonl.
-function Ctx:event(e)
-  if self.run then self.run:event(e) end
+--- Append an event to the run's events.jsonl (detail: handed to the
+--- run's listeners, not written; run:listen).
+function Ctx:event(e, detail)
+  if self.run then self.run:event(e, detail) end
 end
 
 --- The stable name of a node for building step keys: its own key (the
@@ -260,7 +261,7 @@ end
 ---@param spec mk.AskSpec
 function Ctx:ask(spec)
   if not self.run then error("ctx:ask: needs a run directory", 2) end
-  return ask.ask(self.run.dir, spec, function(e) self:event(e) end, self.run.info)
+  return ask.ask(self.run.dir, spec, function(e, q) self:event(e, q) end, self.run.info)
 end
 
 --- What the run has spent so far, every session of a resumed run
@@ -310,7 +311,7 @@ function Ctx:chat(req)
       util.raise({ exit = 1, kind = err.kind, message = "model error (" .. err.kind .. "): " .. tostring(err.message) })
     end
     if err and M.UNAVAILABLE[err.kind] then
-      local where = self.llm.endpoint and self.llm:endpoint() or tostring(self.llm.provider)
+      local where = self.llm.endpoint and self.llm:endpoint() or tostring(self.llm.label or self.llm.provider)
       local e = infra.error(string.format("the model endpoint %s failed (%s): %s", where, err.kind,
         tostring(err.message)))
       e.cause, e.endpoint, e.failure = "model_unavailable", where, err.kind

@@ -341,8 +341,8 @@ end
 -- event.
 local function wire_events(run, progress, client)
   local append = run.event
-  run.event = function(self, e)
-    append(self, e)
+  run.event = function(self, e, detail)
+    append(self, e, detail)
     progress:event(e)
   end
   client.ledger = function(rec)
@@ -436,9 +436,9 @@ local function run_strategy(o, run, ctx, strategy, spath, opts)
   end, ctx, opts)
   if ok then
     local node, warning = context.check_result(ctx, ret, spath, strategy.run)
-    if warning then
+    if warning then -- the strategy's bug: shown even with --quiet
       run:event { type = "strategy_warning", message = warning }
-      ctx:log("%s", warning)
+      io.stderr:write("mkengine: warning: ", warning, "\n")
     end
     return node
   end
