@@ -213,8 +213,10 @@ end
 --- per source, fastest first) whose range overlaps the fastest's (up to
 --- o.max = 3 of them) are re-measured interleaved, round after round
 --- (A B C A B C ...: a drift of the machine hits each alike), for at most
---- o.rounds = 3 rounds, stopping once the fastest stands apart. Returns
---- the candidates ranked again and the ids still tied with the first.
+--- o.rounds = 3 rounds, stopping once the fastest stands apart (never for
+--- interpret-mode timings, which are no kernel timings). Returns the
+--- candidates ranked again, the ids still tied with the first and the
+--- rounds spent.
 function M.settle(ctx, cands, o)
   o = o or {}
   local rounds, max = o.rounds or 3, o.max or 3
@@ -225,6 +227,8 @@ function M.settle(ctx, cands, o)
     end)
   end
   rank()
+  -- an interpreter's speed (Pallas in interpret mode) is no kernel timing: nothing to settle
+  if cands[1] and cands[1].metrics.timing_kind == "interpret" then return cands, {}, 0 end
   local group = #cands > 1 and tied_group(cands, max) or { cands[1] }
   local round = 0
   while #group > 1 and round < rounds and ctx.eval and ctx.eval.remeasure do
