@@ -16,7 +16,7 @@ local candidate_args, sandbox_for, visible_inputs = args.candidate, args.sandbox
 ---@param task table
 ---@param files table {[filename] = source}
 ---@param workdir string
----@param opts? {defines?: table, tests_dir?: string, timeout?: number, interpret?: boolean, sandbox?: boolean}
+---@param opts? {defines?: table, tests_dir?: string, timeout?: number, interpret?: boolean, sandbox?: boolean, mem_mb?: number}
 ---@return table build
 function M.compile(task, files, workdir, opts)
   opts = opts or {}
@@ -28,7 +28,9 @@ function M.compile(task, files, workdir, opts)
     if name:find("/", 1, true) or name:sub(1, 1) == "." then error("pallas.compile: bad file name " .. name, 2) end
     assert(fs.write(workdir .. "/" .. name, src))
   end
-  local build = { workdir = workdir, candidate = workdir .. "/" .. task.candidate_file, defines = opts.defines or {} }
+  -- mem_mb: each of its harness processes' memory limit (MiB), for every later step of it too
+  local build = { workdir = workdir, candidate = workdir .. "/" .. task.candidate_file, defines = opts.defines or {},
+    mem_mb = opts.mem_mb }
   -- Input shapes come from the frozen tests (opts.tests_dir, else the ones
   -- freeze last verified for this task); without them the harness builds
   -- the reference's inputs.
@@ -41,7 +43,7 @@ function M.compile(task, files, workdir, opts)
   end
   local r, used = step(tests_dir), tests_dir
   if tests_dir and r.status == "rescale" then r, used = M.escalate(task, tests_dir, function(d)
-    return d == tests_dir and r or step(d) end) end
+    return d == tests_dir and r or step(d) end, nil, build.mem_mb) end
   if used ~= tests_dir then build.scaled_tests, build.base_tests = used, tests_dir end
   build.scale_note, build.checked_at = r.scale_note, r.checked_at
   build.status = r.status
@@ -49,6 +51,7 @@ function M.compile(task, files, workdir, opts)
   build.log = r.stderr
   build.phase = r.phase
   build.kind = r.kind
+  build.reason = r.reason -- unchecked: "memory", its harness process past the limit
   build.compile_s = r.compile_s
   build.lower_s = r.lower_s
   build.wall_s = r.wall_s

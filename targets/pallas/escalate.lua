@@ -103,12 +103,13 @@ end
 
 local freezing = {} -- escalation suite dir -> semaphore (one freeze of it at a time)
 
--- The suite at scale `s` beside `base` (frozen once, then verified), or nil, why.
-function E.scaled_suite(task, base, s)
+-- The suite at scale `s` beside `base` (frozen once, then verified), or
+-- nil, why; `mem_mb`: the freeze's memory limit.
+function E.scaled_suite(task, base, s, mem_mb)
   local dir = base .. ".scale-" .. s.slug
   local function freeze()
     local keep = task.tests_dir
-    local r = M.freeze(task, dir, { scale_args = s.args, timeout = M.defaults.escalate_timeout })
+    local r = M.freeze(task, dir, { scale_args = s.args, timeout = M.defaults.escalate_timeout, mem_mb = mem_mb })
     task.tests_dir = keep
     return r
   end
@@ -134,8 +135,9 @@ end
 --- it answers "rescale", again on suites at larger scales. Returns the last
 --- result, with `checked_at` (the scale's label) and `scale_note` when it
 --- escalated, and the tests dir it ran on; "unchecked" when the next scale
---- could not be frozen or its step ran out of time.
-function M.escalate(task, tests_dir, step, base)
+--- could not be frozen or its step ran out of time. `mem_mb`: the memory
+--- limit of the freezes at larger scales.
+function M.escalate(task, tests_dir, step, base, mem_mb)
   base = base or tests_dir
   local r = step(tests_dir)
   if r.status ~= "rescale" then return r, tests_dir end
@@ -144,7 +146,7 @@ function M.escalate(task, tests_dir, step, base)
   while i < #scales do
     i = i + 1
     local s = scales[i]
-    local d, err = scaled_suite(task, base, s)
+    local d, err = scaled_suite(task, base, s, mem_mb)
     if not d then
       refused = (refused and refused .. "; " or "") .. string.format("at %s the reference could not be frozen " ..
         "within this machine's limits (%s)", s.label, tostring(err))
@@ -156,6 +158,10 @@ function M.escalate(task, tests_dir, step, base)
     r = step(d)
     if r.status == "timeout" then
       return unchecked(why, string.format("at %s it ran out of time (%s)", s.label, tostring(r.message))), dir
+    end
+    if r.status == "unchecked" then -- past this machine's limits there (its memory)
+      r.message = string.format("at %s (at the test scale: %s): %s", s.label, tostring(why), tostring(r.message))
+      return r, dir
     end
     if r.status ~= "rescale" then
       r.checked_at = s.label

@@ -1115,6 +1115,35 @@ class TestSession(unittest.TestCase):
                            env=dict(os.environ, JAX_PLATFORMS="cpu", MK_PALLAS_POISON_MB="1"))
         self.assertEqual(p.stdout.split(), ["ok", "incorrect"], p.stderr[-2000:])
 
+    def test_a_request_s_env_sets_its_step_s_memory_limit(self):
+        # the engine sends each step's memory limit with it ($MK_PALLAS_MEM_MB
+        # for that step only): hog.py's 1 GiB at import passes 700 MiB
+        s = Session(self.tmp)
+        self.addCleanup(s.kill)
+        errf = os.path.join(s.dir, "step.stderr")
+        s.p.stdin.write((json.dumps({"argv": ["compile", *self.cand("hog"), "--tests", self.tests], "cwd": s.dir,
+                                     "stderr": errf, "env": {"MK_PALLAS_MEM_MB": "700"}}) + "\n").encode())
+        s.p.stdin.flush()
+        self.assertEqual(json.loads(s.p.stdout.readline()), {"started": "compile"})
+        r = json.loads(s.p.stdout.readline())
+        self.assertEqual((r["status"], r["error"]["kind"]), ("error", "memory_limit"), r)
+        self.assertRegex(r["error"]["message"],
+                         r"^harness compile used \d+ MiB, over its limit of 700 MiB while importing the candidate$")
+        self.assertGreater(r["peak_rss_mb"], 700)
+        self.assertEqual(s.p.wait(60), 3)
+
+    def test_a_request_s_env_is_set_for_its_step_alone(self):
+        W = importlib.import_module("harness.worker")
+        self.addCleanup(os.environ.pop, "MK_TEST_Y", None)
+        os.environ.pop("MK_TEST_X", None)
+        os.environ["MK_TEST_Y"] = "kept"
+        with W._StepEnv({"MK_TEST_X": 1, "MK_TEST_Y": "the step's"}):
+            self.assertEqual((os.environ["MK_TEST_X"], os.environ["MK_TEST_Y"]), ("1", "the step's"))
+        self.assertNotIn("MK_TEST_X", os.environ)
+        self.assertEqual(os.environ["MK_TEST_Y"], "kept")
+        with W._StepEnv(None):  # a request without env changes nothing
+            self.assertEqual(os.environ["MK_TEST_Y"], "kept")
+
     def test_a_crash_in_a_step_ends_the_session_with_its_output_kept(self):
         s = Session(self.tmp, env={"MK_PALLAS_TIME_S": "0.5"})
         self.addCleanup(s.kill)

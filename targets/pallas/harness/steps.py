@@ -20,6 +20,7 @@ from .interpret import ProgressFile, interpret_mode
 from .races import call_checked
 from .escalation import Rescale, _CASE_HINTS, rescale_instead, traces_at_own_sizes
 from .candidate import exec_key, load_candidate, lower_and_compile, lower_checked
+from .limits import PHASE
 
 
 def python_paths():
@@ -170,6 +171,7 @@ def _run_cases(task, jax, a, mod, mode, cases, progress):
         for call in ("first", "repeat"):
             poison_device(jax)
             progress.where = {"case": cid, "call": call}
+            PHASE["now"] = "running case %s (%s call)" % (cid, call)
             try:
                 t0 = _clock()
                 out, verdict = call_checked(compiled, list(args), mode, a.candidate)
@@ -220,6 +222,7 @@ def cmd_bench(a):
     if compiled is None:
         return res
     dyn = [x for x in args]
+    PHASE["now"] = "timing the candidate"
     try:
         t = time_compiled(jax, compiled, dyn, "jit_mk_candidate", a.warmup, a.iters, not a.no_trace,
                           a.min_time, a.max_iters)
