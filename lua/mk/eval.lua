@@ -541,7 +541,8 @@ end
 function Evaluation:run(tunables, do_tune)
   local first = self:try(nil)
   if first.status ~= "ok" then
-    return self:finish(fail(first.status, first.message, { log = first.log, reason = first.reason }))
+    return self:finish(fail(first.status, first.message, { log = first.log, reason = first.reason,
+      configurations = first.configurations }))
   end
   local build, tune = first.build, nil
   if do_tune then
@@ -555,6 +556,9 @@ function Evaluation:run(tunables, do_tune)
     return self:finish(fail(br.status, br.message, { tune = tune, probes_ahead = br.probes_ahead }))
   end
   local r = self:correct_result(br, tune, build)
+  r.configurations = first.configurations -- a task of several input configurations: each passed
+  if r.configurations then r.message = string.format("%s; all %d input configurations pass", r.message,
+    #r.configurations) end
   if self.opts.profile then
     local pr, why = self:profile(build, br, r)
     if not pr then return self:finish(fail("infra", why)) end
@@ -659,7 +663,7 @@ function Evaluator:heldout(files)
   if own and self.target.done then self.target.done(build) end
   return { correct = r.status == "ok", status = verdict(r.status), message = r.message, cases = r.cases,
     confirmed_at = r.confirmed_at, confirm_note = r.confirm_note, checked_at = r.checked_at,
-    peak_rss_mb = acct.cpu.peak_rss_mb }
+    peak_rss_mb = acct.cpu.peak_rss_mb, configurations = r.configurations }
 end
 
 -- Probes made ahead (targets with probe_prepare, e.g. C): the reference's

@@ -51,6 +51,20 @@ local function out_of_time(r, c, limit, outputs)
     #secs > 0 and table.concat(secs, ", ") or "?") }
 end
 
+-- What passed per input configuration of a multi-configuration task
+-- (harness check's `configurations`): {{configuration, ok, cases, failed,
+-- message}}, or nil.
+local function configurations(list)
+  if type(list) ~= "table" or #list == 0 then return nil end
+  local out = {}
+  for i, c in ipairs(list) do
+    out[i] = { configuration = math.tointeger(c.configuration) or c.configuration, ok = c.ok == true,
+      cases = c.cases, failed = type(c.failed) == "string" and c.failed or nil,
+      message = type(c.message) == "string" and c.message ~= "" and c.message or nil }
+  end
+  return out
+end
+
 -- The result of a test whose check ran (`c`), confirmed or not at larger scales.
 local function checked_result(c, build, confirmed, wall, check_s)
   local cases = {}
@@ -64,6 +78,7 @@ local function checked_result(c, build, confirmed, wall, check_s)
     status = c.status, correct = c.status == "ok", reason = c.reason, cases = cases,
     message = (c.status ~= "ok" and build.scale_note) and (build.scale_note .. ": " .. tostring(c.message)) or c.message,
     wall_s = wall, check_s = check_s, kind = c.kind,
+    configurations = configurations(c.configurations), -- a multi-configuration task: what passed in each
     checked_at = build.checked_at, scale_note = build.scale_note, -- escalated: the scale it was checked at
   }
 end

@@ -72,6 +72,17 @@ def run_harness(*args, env=None):
     return json.loads(lines[0]), p.returncode, p.stderr
 
 
+def class_suite(cls, prefix, task, seeds="0,1", heldout="1001"):
+    """A test class's suite of tests/python/tasks/<task>, frozen in a
+    temporary directory removed after the class (cls.tmp, task, tests,
+    frozen)."""
+    cls.tmp = tempfile.mkdtemp(prefix=prefix)
+    cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
+    cls.task = os.path.join(TASKS, task)
+    cls.tests = os.path.join(cls.tmp, "tests")
+    cls.frozen = frozen_suite(cls.task, cls.tests, seeds, heldout)
+
+
 def frozen_suite(task, tests, seeds, heldout):
     """Freeze `task` into `tests` (a class's set-up); its result, or an
     AssertionError with the harness's error."""
@@ -943,17 +954,98 @@ class TestScaleChosen(unittest.TestCase):
 
 
 @skip_unless(HAVE_JAX, "JAX not importable by %s: float32 reference tests skipped" % sys.executable)
+class TestConfigurationsForm(unittest.TestCase):
+    """MaxKernel's get_inputs: one ([dynamic], [static]) pair, or a list of
+    them (one per input configuration), each with its own tolerance."""
+
+    def test_one_pair_and_a_list_of_pairs_are_told_apart(self):
+        I = importlib.import_module("harness.inputs")
+        x, y = object(), object()
+        self.assertEqual(I.configurations(([x, y], [2.0])), [([x, y], [2.0])])
+        self.assertEqual(I.configurations(([x], [])), [([x], [])])
+        two = [([x], [1.0]), ([y], [2.0])]
+        self.assertEqual(I.configurations(two), two, "two configurations, not one pair")
+        self.assertEqual(I.configurations([([x, y], [1.0])]), [([x, y], [1.0])])
+        self.assertIsNone(I.configurations((x, y)))
+        self.assertIsNone(I.configurations([x, [y], []]))
+
+    def test_a_configuration_takes_its_own_tolerance_the_last_reused(self):
+        I = importlib.import_module("harness.inputs")
+        task = H.load_task(os.path.join(TASKS, "multi_config"))
+        self.assertEqual(task["tolerance"], {"atol": 1e-4, "rtol": 1e-4})
+        tols = [I.configuration_task(task, k)["tolerance"] for k in range(4)]
+        self.assertEqual(tols, [{"atol": 1e-4, "rtol": 1e-4}] + [{"atol": 1e-2, "rtol": 1e-2}] * 3)
+        self.assertEqual(I.configuration_task(task, 2)["configuration"], 2)
+        one = H.load_task(os.path.join(TASKS, "tiny_rmsnorm"))
+        self.assertEqual(I.configuration_task(one, 1)["tolerance"], one["tolerance"], "one tolerance: kept")
+
+
+@skip_unless(HAVE_JAX, "JAX not importable")
+class TestConfigurations(unittest.TestCase):
+    """tests/python/tasks/multi_config: get_inputs returns three
+    configurations (one row, 256 rows, 7 rows), atol/rtol lists of two and
+    three entries. Every configuration is frozen at its own test scale and
+    checked with its own tolerance; the result says what passed in each."""
+
+    @classmethod
+    def setUpClass(cls):
+        class_suite(cls, "mk-pallas-configs-", "multi_config")
+
+    def check(self, name, *extra):
+        r, code, err = run_harness("test", "--task", self.task, "--candidate", os.path.join(CANDS, name + ".py"),
+                                   "--tests", self.tests, *extra)
+        self.assertEqual(code, 0, err[-2000:])
+        return r, [(c["configuration"], c["ok"], c["failed"]) for c in r.get("configurations", [])]
+
+    def test_every_configuration_is_frozen_with_its_own_cases_scale_and_tolerance(self):
+        cases = self.frozen["cases"]
+        self.assertEqual([c["id"] for c in cases], ["k0s0", "k0s1", "k0h1001", "k1s0", "k1s1", "k1h1001",
+                                                    "k2s0", "k2s1", "k2h1001"])
+        self.assertEqual([c["configuration"] for c in cases], [0] * 3 + [1] * 3 + [2] * 3)
+        self.assertEqual([c["tolerance"]["atol"] for c in cases], [1e-4] * 3 + [1e-2] * 6)
+        self.assertEqual([c["tolerance"]["rtol"] for c in cases], [1e-4] * 3 + [1e-2] * 6, "the last rtol reused")
+        # each at its own test scale: 512 wide halved, the rows kept where 8 or less (the odd 7 stays odd)
+        self.assertEqual([c["shapes"][0] for c in cases[::3]], [[1, 256], [128, 256], [7, 192]])
+        rec = self.frozen["test_scale"]
+        self.assertEqual([(r["configuration"], r["factor"]) for r in rec["configurations"]], [(0, 2), (1, 2), (2, 2)])
+        with open(os.path.join(self.tests, "cases.json")) as f:
+            self.assertEqual(json.load(f)["configurations"], 3)
+
+    def test_the_reference_passes_every_configuration(self):
+        r, per = self.check("../tasks/multi_config/reference")
+        self.assertEqual((r["status"], per), ("ok", [(0, True, None), (1, True, None), (2, True, None)]), r)
+        self.assertEqual(r["message"], "configurations: 0 passed, 1 passed, 2 passed")
+        r, per = self.check("pallas_multi_rmsnorm", "--heldout-cases")
+        self.assertEqual((r["status"], [c["cases"] for c in r["configurations"]]),
+                         ("ok", [["k0h1001"], ["k1h1001"], ["k2h1001"]]), r)
+
+    def test_a_kernel_off_by_0_1_percent_fails_only_the_configuration_of_the_tight_tolerance(self):
+        r, per = self.check("multi_scaled")
+        self.assertEqual((r["status"], per), ("incorrect", [(0, False, "k0s0"), (1, True, None), (2, True, None)]))
+        self.assertTrue(r["message"].startswith("configurations: 0 failed (case k0s0), 1 passed, 2 passed; case "
+                                                "k0s0 (first call, inputs (1, 256) float32"), r["message"])
+        self.assertIn("atol=0.0001", r["message"])
+
+    def test_a_kernel_wrong_on_odd_row_counts_fails_only_that_configuration(self):
+        r, per = self.check("multi_odd_rows")
+        self.assertEqual((r["status"], per), ("incorrect", [(0, True, None), (1, True, None), (2, False, "k2s0")]))
+        self.assertEqual([c["cases"] for c in r["configurations"]], [["k0s0", "k0s1"], ["k1s0", "k1s1"], ["k2s0"]])
+
+    def test_at_a_scale_factor_asked_for_every_configuration_is_frozen_there(self):
+        r, _, err = run_harness("freeze", "--task", self.task, "--tests", os.path.join(self.tmp, "own"), "--seeds", "0",
+                                "--heldout", "", "--scale-factor", "1")
+        self.assertEqual(r["status"], "ok", err[-2000:])
+        self.assertEqual([(c["id"], c["shapes"][0]) for c in r["cases"]],
+                         [("k0s0", [1, 512]), ("k1s0", [256, 512]), ("k2s0", [7, 384])])
+
+
 class TestFloat32Reference(unittest.TestCase):
     """A bfloat16 reference's own error: a kernel computing in float32 that
     is nearer the true output is correct, one further off than the
     reference's error allows is not (tests/python/tasks/bf16_center)."""
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="mk-pallas-f32-")
-        cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
-        cls.task = os.path.join(TASKS, "bf16_center")
-        cls.tests = os.path.join(cls.tmp, "tests")
-        cls.frozen = frozen_suite(cls.task, cls.tests, "0,1", "1001")
+        class_suite(cls, "mk-pallas-f32-", "bf16_center")
 
     def evaluate(self, name, *extra, shift=None):
         cand = os.path.join(CANDS, name + ".py")

@@ -34,7 +34,10 @@ task's content and this machine, and reused (verified) by the next eval.
                  heldout.confirmed_at / confirm_note: the larger scale
                  its held-out cases passed at too, or why not (pallas);
                  peak_rss_mb: the largest resident memory of one of its
-                 harness processes (MiB, pallas), mem_mb: their limit
+                 harness processes (MiB, pallas), mem_mb: their limit;
+                 configurations (also in heldout): a task of several
+                 input configurations (MaxKernel's list form): for each,
+                 configuration, ok, cases, failed, message
   --timeout S    time limit of each candidate process (default: the task's)
   --no-tune      ignore mk:tune lines
   --no-profile   skip the profile
@@ -125,7 +128,7 @@ local function json_result(r, task, candidate, ev)
     task = task.name, candidate = candidate,
     baseline_cached = ev.base and ev.base.cached or false,
     checked_at = r.checked_at, timed_at = r.timed_at, baseline_timed_at = r.baseline_timed_at, -- escalated (pallas)
-    reason = r.reason,
+    reason = r.reason, configurations = r.configurations, -- a multi-configuration task: what passed in each
     -- the largest resident memory of one of its harness processes, held-out check included (pallas), and the limit
     peak_rss_mb = num(math.max(num(r.peak_rss_mb) or 0, num(r.heldout and r.heldout.peak_rss_mb) or 0)),
     mem_mb = num(ev.mem_mb),
@@ -142,7 +145,8 @@ local function json_result(r, task, candidate, ev)
   if r.tune then out.tune = { params = r.tune.params, tried = r.tune.tried, space = r.tune.space } end
   if r.heldout then
     out.heldout = { correct = r.heldout.correct, status = r.heldout.status, confirmed_at = r.heldout.confirmed_at,
-      confirm_note = r.heldout.confirm_note, checked_at = r.heldout.checked_at }
+      confirm_note = r.heldout.confirm_note, checked_at = r.heldout.checked_at,
+      configurations = r.heldout.configurations }
   end
   return cli.json(out)
 end
