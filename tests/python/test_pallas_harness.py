@@ -954,6 +954,59 @@ class TestScaleChosen(unittest.TestCase):
 
 
 @skip_unless(HAVE_JAX, "JAX not importable by %s: float32 reference tests skipped" % sys.executable)
+@skip_unless(HAVE_JAX, "JAX not importable")
+class TestWork(unittest.TestCase):
+    """Work inside and outside the Pallas kernels (harness work.py): a loop's
+    body counts once per trip, gathers and scatters are work."""
+
+    def work(self, fn, *args):
+        import jax
+        W = importlib.import_module("harness.work")
+        return W.jaxpr_work(jax.make_jaxpr(fn)(*args).jaxpr)
+
+    def test_a_while_loop_s_body_counts_once_per_trip_when_its_jaxpr_fixes_them(self):
+        import jax.numpy as jnp
+        from jax import lax
+        x, w = jnp.ones((16, 32)), jnp.ones((32, 16))
+        mm = 2 * 16 * 16 * 32
+
+        def loop(n, start=0, step=1):
+            def body(c):
+                return c[0] + step, c[1] + x @ w
+            return lambda x, w: lax.while_loop(lambda c: c[0] < n, body, (start, jnp.zeros((16, 16))))[1]
+        self.assertEqual(self.work(loop(8), x, w)["top"]["dot_general"], 8 * mm)
+        self.assertEqual(self.work(loop(8, 2, 3), x, w)["top"]["dot_general"], 2 * mm, "2, 5: two trips")
+        self.assertNotIn("dot_general", self.work(loop(0), x, w)["top"], "no trip: no work")
+
+        def traced(x, n):  # a bound only known when it runs: counted once
+            return lax.fori_loop(0, n, lambda i, a: a + x @ x.T, jnp.zeros((16, 16)))
+        self.assertEqual(self.work(traced, x, 4)["top"]["dot_general"], 2 * 16 * 16 * 32)
+
+        def fori(x):  # Python bounds: a scan of 5 steps
+            return lax.fori_loop(0, 5, lambda i, a: a + x @ x.T, jnp.zeros((16, 16)))
+        self.assertEqual(self.work(fori, x)["top"]["dot_general"], 5 * mm)
+
+    def test_gathers_and_scatters_count_the_values_they_read_and_write(self):
+        import jax.numpy as jnp
+        table, idx, upd = jnp.ones((1000, 8)), jnp.array([1, 2, 3]), jnp.ones((3, 8))
+        top = self.work(lambda t, i: t[i], table, idx)["top"]
+        self.assertEqual(top["gather"], 24, "3 rows of 8 read, not the table's 8000")
+        top = self.work(lambda t, i, u: t.at[i].add(u), table, idx, upd)["top"]
+        self.assertEqual(top["scatter-add"], 24, "3 rows of 8 written")
+
+    def test_a_candidate_doing_the_reference_s_work_in_a_loop_is_plain_jax(self):
+        tmp = tempfile.mkdtemp(prefix="mk-pallas-work-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        task = os.path.join(TASKS, "tiny_rmsnorm")
+        frozen_suite(task, os.path.join(tmp, "t"), "0", "")
+        r, _, err = run_harness("compile", "--task", task, "--candidate", os.path.join(CANDS, "pallas_plain_while.py"),
+                                "--tests", os.path.join(tmp, "t"))
+        self.assertEqual(r["status"], "ok", err[-2000:])
+        w = r["work"]
+        self.assertEqual(w["calls"], 1)
+        self.assertGreaterEqual(w["plain"], 0.8 * w["reference"], w)  # the engine's plain_work_limit: rejected
+
+
 class TestConfigurationsForm(unittest.TestCase):
     """MaxKernel's get_inputs: one ([dynamic], [static]) pair, or a list of
     them (one per input configuration), each with its own tolerance."""
