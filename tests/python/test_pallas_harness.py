@@ -955,6 +955,45 @@ class TestScaleChosen(unittest.TestCase):
 
 @skip_unless(HAVE_JAX, "JAX not importable by %s: float32 reference tests skipped" % sys.executable)
 @skip_unless(HAVE_JAX, "JAX not importable")
+class TestHeldoutVaries(unittest.TestCase):
+    """tests/python/tasks/const_affine: a layer norm whose weight and bias
+    the inputs make ones and zeros (and a third constant input it ignores).
+    The held-out cases vary the constant inputs the output depends on, so a
+    kernel that drops the weight and bias fails them."""
+
+    @classmethod
+    def setUpClass(cls):
+        class_suite(cls, "mk-pallas-vary-", "const_affine")
+
+    def inputs(self, cid):
+        import numpy as np
+        m = H.read_case(self.tests, cid)
+        return [np.asarray(a) for a in H.load_arrays(os.path.join(self.tests, "inputs", cid + ".npz"), m["inputs"])], m
+
+    def test_the_held_out_case_varies_the_constant_inputs_the_output_depends_on(self):
+        import numpy as np
+        self.assertEqual([(c["id"], c.get("varied")) for c in self.frozen["cases"]],
+                         [("s0", None), ("s1", None), ("h1001", [1, 2])])
+        (x, gamma, beta, unused), meta = self.inputs("h1001")
+        self.assertEqual(meta["varied"], [1, 2])
+        self.assertGreater(float(np.std(gamma)), 0.1)
+        self.assertGreater(float(np.std(beta)), 0.1)
+        self.assertTrue((unused == 1).all(), "the output ignores it: kept")
+        (_, g0, b0, _), _ = self.inputs("s1")
+        self.assertTrue((g0 == 1).all() and (b0 == 0).all(), "search cases are the task's own kind of inputs")
+
+    def test_a_kernel_ignoring_the_weight_and_bias_fails_the_held_out_case_only(self):
+        def test(name, *extra):
+            r, _, err = run_harness("test", "--task", self.task, "--candidate", os.path.join(CANDS, name + ".py"),
+                                    "--tests", self.tests, *extra)
+            return r["status"]
+        self.assertEqual(test("ignore_affine"), "ok")
+        self.assertEqual(test("ignore_affine", "--heldout-cases"), "incorrect")
+        ref = os.path.join("..", "tasks", "const_affine", "baseline")
+        self.assertEqual(test(ref, "--heldout-cases"), "ok", "the reference on the varied inputs is the expected")
+
+
+@skip_unless(HAVE_JAX, "JAX not importable")
 class TestWork(unittest.TestCase):
     """Work inside and outside the Pallas kernels (harness work.py): a loop's
     body counts once per trip, gathers and scatters are work."""

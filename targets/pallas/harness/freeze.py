@@ -199,6 +199,39 @@ def reference_in_float32(jax, fn, dyn, outs):
     return res
 
 
+VARY = 0.25  # a constant input c becomes c * (1 + VARY * N(0, 1)); zeros VARY * N(0, 1)
+
+
+def vary_constants(jax, call, dyn, outs, tol, seed):
+    """A held-out case's inputs with the floating inputs the task makes
+    constant (a norm's weight of ones and bias of zeros, as a new layer's
+    are) varied, each kept only where the reference's output then changes
+    beyond the task's tolerance and stays finite: on constant inputs a
+    kernel that ignores them (drops the weight and bias) is right, and
+    seeds never change them. `call`: the reference, compiled. Returns the
+    inputs, their outputs and the positions varied."""
+    import numpy as np
+    rng = np.random.default_rng(1000003 + int(seed))
+    jnp, varied = jax.numpy, []
+    for i, x in enumerate(dyn):
+        if not (hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.floating) and x.size > 1):
+            continue
+        a = np.asarray(_to_numpy(x), dtype=np.float64)
+        c = a.reshape(-1)[0]
+        if not np.isfinite(c) or not (a == c).all():
+            continue
+        noise = rng.standard_normal(a.shape)
+        new = list(dyn)
+        new[i] = jnp.asarray(c * (1.0 + VARY * noise) if c else VARY * noise, dtype=x.dtype)
+        got = [_to_numpy(o) for o in _leaves(call(*new))]
+        finite = all(np.isfinite(np.asarray(g, np.float64)).all() or not np.isfinite(np.asarray(o, np.float64)).all()
+                     for g, o in zip(got, outs))
+        if finite and not scaling.passes_as(got, outs, tol):
+            dyn, outs = new, got
+            varied.append(i)
+    return dyn, outs, varied
+
+
 def freeze_case(jax, task, ref, dtype, tests, case, scale, skip_wide=None):
     """Inputs and expected outputs of one case, written under `tests`
     (with the reference evaluated in float32 beside them when its types
@@ -215,6 +248,9 @@ def freeze_case(jax, task, ref, dtype, tests, case, scale, skip_wide=None):
             raise HarnessError("bad_task", "static args must be JSON values to be frozen: %r" % (statics,))
         fn = entry_fn(task, ref, statics)
         outs = [_to_numpy(o) for o in _leaves(jit_static(jax, fn, dyn)(*dyn))]
+        varied = []
+        if held:  # the inputs the task makes constant, varied where the output depends on them
+            dyn, outs, varied = vary_constants(jax, jit_static(jax, fn, dyn), dyn, outs, task["tolerance"], seed)
         ref_work = traced_work(jax, fn, dyn)
         hi = None
         if skip_wide and any(_narrow(x) for x in list(dyn) + outs):
@@ -235,7 +271,7 @@ def freeze_case(jax, task, ref, dtype, tests, case, scale, skip_wide=None):
     imeta = save_arrays(os.path.join(tests, "inputs", cid + ".npz"), arrays)
     with open(os.path.join(tests, "inputs", cid + ".json"), "w") as f:
         json.dump({"id": cid, "seed": seed, "config": cfg, "kinds": kinds, "inputs": imeta,
-                   "scalars": scalars, "statics": statics, "scale_factor": scale.f,
+                   "scalars": scalars, "statics": statics, "scale_factor": scale.f, "varied": varied,
                    "reference_work": ref_work and ref_work["plain"] + ref_work["pallas"]}, f)
     ometa = save_arrays(os.path.join(tests, "expected", cid + ".npz"), outs)
     emeta = {"id": cid, "outputs": ometa}
@@ -245,6 +281,8 @@ def freeze_case(jax, task, ref, dtype, tests, case, scale, skip_wide=None):
         json.dump(emeta, f)
     entry = {"id": cid, "seed": seed, "config": cfg, "heldout": held, "float32": hi is not None,
              "shapes": [m["shape"] for m in imeta], "output_shapes": [m["shape"] for m in ometa]}
+    if varied:
+        entry["varied"] = varied
     if task.get("configuration") is not None:  # checked with its configuration's own tolerance
         entry["configuration"], entry["tolerance"] = task["configuration"], task["tolerance"]
     return entry, (h.hexdigest(), json.dumps(cfg, sort_keys=True)), {"s": wide_s, "why": no_wide}
