@@ -557,6 +557,9 @@ function Evaluation:run(tunables, do_tune)
   end
   local r = self:correct_result(br, tune, build)
   r.configurations = first.configurations -- a task of several input configurations: each passed
+  -- its error against the reference's own (pallas: where the reference was also evaluated in float32)
+  r.error_ratio, r.warning = first.error_ratio, first.warning
+  if r.warning then r.message = r.message .. "; warning: " .. r.warning end
   if r.configurations then r.message = string.format("%s; all %d input configurations pass", r.message,
     #r.configurations) end
   if self.opts.profile then
@@ -663,7 +666,8 @@ function Evaluator:heldout(files)
   if own and self.target.done then self.target.done(build) end
   return { correct = r.status == "ok", status = verdict(r.status), message = r.message, cases = r.cases,
     confirmed_at = r.confirmed_at, confirm_note = r.confirm_note, checked_at = r.checked_at,
-    peak_rss_mb = acct.cpu.peak_rss_mb, configurations = r.configurations }
+    peak_rss_mb = acct.cpu.peak_rss_mb, configurations = r.configurations, error_ratio = r.error_ratio,
+    warning = r.warning }
 end
 
 -- Probes made ahead (targets with probe_prepare, e.g. C): the reference's

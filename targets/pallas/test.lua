@@ -79,6 +79,8 @@ local function checked_result(c, build, confirmed, wall, check_s)
     message = (c.status ~= "ok" and build.scale_note) and (build.scale_note .. ": " .. tostring(c.message)) or c.message,
     wall_s = wall, check_s = check_s, kind = c.kind,
     configurations = configurations(c.configurations), -- a multi-configuration task: what passed in each
+    -- its error against the reference's own (a case with the reference in float32), and a warning far beyond it
+    error_ratio = tonumber(c.error_ratio), warning = type(c.warning) == "string" and c.warning or nil,
     checked_at = build.checked_at, scale_note = build.scale_note, -- escalated: the scale it was checked at
   }
 end

@@ -7,20 +7,13 @@
 local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
 local cjson = require "cjson"
+local cpu = dofile("tests/lua/lib/pallas_cpu.lua")
 
 local MK = fs.realpath((os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine")
 local TASK = fs.realpath("tests/python/tasks/multi_config")
 local KERNEL = "tests/python/candidates/pallas_multi_rmsnorm.py"
 
-local function eval_json(src)
-  local d = t.tmpdir("mk-configs-")
-  assert(fs.write(d .. "/kernel.py", src))
-  local code, out = t.sh("MKENGINE_CACHE=" .. d .. "/cache JAX_PLATFORMS=cpu MK_PALLAS_POISON_MB=1 " .. MK ..
-    " eval " .. TASK .. " " .. d .. "/kernel.py --json --no-profile --fresh")
-  fs.rm_rf(d)
-  t.eq(code, 0, out)
-  return cjson.decode(out:match("([^\n]+)\n*$"))
-end
+local function eval_json(src) return cpu.eval_json(t, TASK, src) end
 
 local function passed(list)
   local out = {}

@@ -955,6 +955,48 @@ class TestScaleChosen(unittest.TestCase):
 
 @skip_unless(HAVE_JAX, "JAX not importable by %s: float32 reference tests skipped" % sys.executable)
 @skip_unless(HAVE_JAX, "JAX not importable")
+class TestOwnError(unittest.TestCase):
+    """A kernel's error against the reference's own, where the freeze kept
+    the reference in float32 (tests/python/tasks/bf16_rowdot: float32 sums
+    of bf16 products, tolerance 1e-2): reported on every check, and a
+    warning when a passing kernel is far beyond it."""
+
+    @classmethod
+    def setUpClass(cls):
+        class_suite(cls, "mk-pallas-own-", "bf16_rowdot")
+
+    def check(self, name):
+        r, _, err = run_harness("test", "--task", self.task, "--candidate", os.path.join(CANDS, name + ".py"),
+                                "--tests", self.tests)
+        self.assertEqual(r["status"], "ok", err[-2000:])
+        return r
+
+    def test_a_kernel_as_precise_as_the_reference_gets_no_warning(self):
+        r = self.check("rowdot_f32")
+        self.assertLess(r["error_ratio"], 1)
+        self.assertNotIn("warning", r)
+        self.assertEqual(self.check("../tasks/bf16_rowdot/baseline")["error_ratio"], 0)
+
+    def test_a_kernel_within_a_loose_tolerance_far_beyond_the_reference_s_error_is_warned_of(self):
+        r = self.check("rowdot_off")
+        self.assertGreater(r["error_ratio"], 100)  # 0.4% against float32 rounding (2^-16)
+        self.assertIn(r["error_ratio_case"], ("s0", "s1"))
+        self.assertRegex(r["warning"], r"^within the tolerance, but \d+x the reference's own error \(case s\d: the "
+                                       r"reference against its float32 evaluation\): atol=0.01, rtol=0.01 is far "
+                                       r"looser than the reference's precision")
+        self.assertTrue(all(c["error_ratio"] > 100 for c in r["cases"]), r["cases"])
+
+    def test_the_ratio_is_the_kernel_s_error_over_the_reference_s_own_with_a_floor(self):
+        import numpy as np
+        C = importlib.import_module("harness.compare")
+        hi = np.array([1.0, -2.0, 3.0, 4.0])
+        w = hi + np.array([0.01, -0.01, 0.01, -0.01])  # the reference 0.01 RMS off
+        self.assertAlmostEqual(C.error_ratio(hi + 0.05, w, hi), 5.0)
+        self.assertAlmostEqual(C.error_ratio(hi + 1e-3, hi, hi), 1e-3 / (2 ** -16 * C._rms(hi)))
+        self.assertIsNone(C.error_ratio(hi, w, hi[:2]), "shapes differ")
+
+
+@skip_unless(HAVE_JAX, "JAX not importable")
 class TestHeldoutVaries(unittest.TestCase):
     """tests/python/tasks/const_affine: a layer norm whose weight and bias
     the inputs make ones and zeros (and a third constant input it ignores).

@@ -37,7 +37,10 @@ task's content and this machine, and reused (verified) by the next eval.
                  harness processes (MiB, pallas), mem_mb: their limit;
                  configurations (also in heldout): a task of several
                  input configurations (MaxKernel's list form): for each,
-                 configuration, ok, cases, failed, message
+                 configuration, ok, cases, failed, message;
+                 error_ratio (also in heldout): its error against the
+                 reference's float32 evaluation over the reference's own
+                 (pallas, bf16/f16 references), warning: when far beyond
   --timeout S    time limit of each candidate process (default: the task's)
   --no-tune      ignore mk:tune lines
   --no-profile   skip the profile
@@ -101,6 +104,7 @@ local function evaluate(ev, task, src, opts)
     elseif h.confirm_note then -- pallas: re-checked at a larger scale, or why not
       res.message = res.message .. "; held-out cases " .. h.confirm_note
     end
+    if h.correct and h.warning and not res.warning then res.message = res.message .. "; held-out cases: " .. h.warning end
   end
   return res
 end
@@ -129,6 +133,7 @@ local function json_result(r, task, candidate, ev)
     baseline_cached = ev.base and ev.base.cached or false,
     checked_at = r.checked_at, timed_at = r.timed_at, baseline_timed_at = r.baseline_timed_at, -- escalated (pallas)
     reason = r.reason, configurations = r.configurations, -- a multi-configuration task: what passed in each
+    error_ratio = num(r.error_ratio), warning = r.warning, -- its error against the reference's own (pallas)
     -- the largest resident memory of one of its harness processes, held-out check included (pallas), and the limit
     peak_rss_mb = num(math.max(num(r.peak_rss_mb) or 0, num(r.heldout and r.heldout.peak_rss_mb) or 0)),
     mem_mb = num(ev.mem_mb),
@@ -146,7 +151,8 @@ local function json_result(r, task, candidate, ev)
   if r.heldout then
     out.heldout = { correct = r.heldout.correct, status = r.heldout.status, confirmed_at = r.heldout.confirmed_at,
       confirm_note = r.heldout.confirm_note, checked_at = r.heldout.checked_at,
-      configurations = r.heldout.configurations }
+      configurations = r.heldout.configurations, error_ratio = num(r.heldout.error_ratio),
+      warning = r.heldout.warning }
   end
   return cli.json(out)
 end

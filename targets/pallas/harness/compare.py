@@ -55,6 +55,26 @@ def _within_reference_error(g, w, hi, both, atol, rtol):
     return _rms(err) <= rtol * _rms(hi[ok]) + 2.0 * _rms(own), float(err.max())
 
 
+OWN_FLOOR = 2.0 ** -16  # the least error credited to a reference (relative RMS): float32 rounding over a long sum
+FAR_BEYOND = 10.0  # an error this many times the reference's own is worth a warning, even within the tolerance
+
+
+def error_ratio(g, w, hi):
+    """How many times the reference's own error (its output `w` against
+    its float32 evaluation `hi`, RMS over finite values, at least
+    OWN_FLOOR of rms(hi)) a kernel's output `g` is from `hi`; None without
+    finite values to compare."""
+    import numpy as np
+    hi = np.atleast_1d(np.asarray(hi, dtype=np.float64))
+    if hi.shape != w.shape:
+        return None
+    ok = np.isfinite(g) & np.isfinite(w) & np.isfinite(hi)
+    if not ok.any():
+        return None
+    own = max(_rms((w - hi)[ok]), OWN_FLOOR * _rms(hi[ok]))
+    return _rms((g - hi)[ok]) / own if own > 0 else None
+
+
 def compare_outputs(got, want, atol, rtol, max_report=5, wide=None):
     """Compare lists of numpy arrays. Returns {"ok", "reason", "message",
     "max_abs_err", "max_rel_err", "mismatches"}. An element passes when
@@ -112,6 +132,10 @@ def compare_outputs(got, want, atol, rtol, max_report=5, wide=None):
             res["loose_values"] = res.get("loose_values", 0) + n
             n = 0
         hi_err = None
+        if wide is not None and k < len(wide):  # its error against the reference's own (error_ratio)
+            x = error_ratio(g, w, wide[k])
+            if x is not None:
+                res["error_ratio"] = max(res.get("error_ratio", 0.0), x)
         if n and wide is not None and k < len(wide) and not nonfin_mismatch.any():
             within, hi_err = _within_reference_error(g, w, wide[k], both, atol, rtol)
             if within:
@@ -185,6 +209,25 @@ def by_configuration(meta, results):
     return out, "configurations: " + ", ".join(words)
 
 
+def far_beyond(verdict, results, meta, atol, rtol):
+    """The largest error_ratio of the calls checked (`error_ratio`, with
+    its case), and a `warning` when a passing kernel's is over FAR_BEYOND:
+    a tolerance far looser than the reference's own precision lets a wrong
+    kernel pass (a label-shift bug in a bf16 cross-entropy passed 1e-2 at
+    300 times the reference's error)."""
+    ratios = [(r["error_ratio"], r["case"]) for r in results if r.get("error_ratio") is not None]
+    if not ratios:
+        return
+    x, cid = max(ratios)
+    verdict["error_ratio"], verdict["error_ratio_case"] = x, cid
+    if verdict["correct"] and x > FAR_BEYOND:
+        tol = meta.get(cid, {}).get("tolerance") or {"atol": atol, "rtol": rtol}
+        verdict["warning"] = ("within the tolerance, but %.0fx the reference's own error (case %s: the reference "
+                              "against its float32 evaluation): atol=%.3g, rtol=%.3g is far looser than the "
+                              "reference's precision, and a wrong kernel can pass under it"
+                              % (x, cid, tol["atol"], tol["rtol"]))
+
+
 def check_outputs(tests_dir, outputs_dir, cases, atol, rtol, calls=("first", "repeat"), present_only=False):
     """Compare run's (or bench's) outputs with expected ones for `cases`
     (numpy only), each within its own tolerance when the freeze recorded
@@ -219,6 +262,7 @@ def check_outputs(tests_dir, outputs_dir, cases, atol, rtol, calls=("first", "re
                 break
             failed.add(k)
     verdict["cases"] = results
+    far_beyond(verdict, results, meta, atol, rtol)
     confs, words = by_configuration(meta, results)
     if confs:
         verdict["configurations"] = confs
