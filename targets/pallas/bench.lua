@@ -41,7 +41,7 @@ function M.bench(task, build, opts)
   local extra = timing_args(opts, { "--tests", opts.tests_dir, "--no-check-output", "--save-output", outputs },
     build.timing_kind == "interpret")
   local r = device_harness("bench", candidate_args(task, build, extra, opts), {
-    timeout = opts.timeout or task.timeout, cwd = build.workdir, cpu = opts.cpu, build = build,
+    timeout = opts.timeout or task.timeout, cwd = build.workdir, cpu = opts.cpu, build = build, mem_mb = opts.mem_mb,
     sandbox = sandbox_for(task, build.workdir, opts, visible_inputs(opts.tests_dir)),
   })
   if r.status ~= "ok" then
@@ -51,7 +51,7 @@ function M.bench(task, build, opts)
   -- The timed runs' output, checked by a process that runs no candidate code.
   local c = harness("check", task_args(task, { "--tests", opts.tests_dir, "--outputs", outputs,
     "--cases", r.case, "--calls", "bench" }), { timeout = M.defaults.check_timeout, pool = "light", cpu = opts.cpu,
-    build = build })
+    build = build, mem_mb = opts.mem_mb })
   -- wall_s: the bench and its check; check_s: the check's share
   local cw = c.wall_s or 0
   if c.status ~= "ok" then
@@ -76,7 +76,8 @@ function M.baseline(task, opts)
   local extra = timing_args(opts)
   local tests_dir = opts.tests_dir or task.tests_dir
   if tests_dir then extra[#extra + 1] = "--tests"; extra[#extra + 1] = tests_dir end
-  local r = device_harness("baseline", task_args(task, extra), { timeout = opts.timeout or task.timeout })
+  local r = device_harness("baseline", task_args(task, extra), { timeout = opts.timeout or task.timeout,
+    mem_mb = opts.mem_mb })
   if r.status ~= "ok" then
     return { status = r.status == "error" and "error" or r.status, message = r.message, kind = r.kind,
       wall_s = r.wall_s }

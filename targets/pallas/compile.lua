@@ -11,8 +11,9 @@ local device_harness = call.device
 local candidate_args, sandbox_for, visible_inputs = args.candidate, args.sandbox, args.visible_inputs
 
 -- what a compile answer hands on to the build as it is
-local BUILD_FIELDS = { "status", "message", "phase", "kind", "compile_s", "lower_s", "wall_s", "device", "interpret",
-  "work" }
+-- (reason: why a build is unchecked, e.g. "memory": its harness process went past the limit)
+local BUILD_FIELDS = { "status", "message", "phase", "kind", "reason", "compile_s", "lower_s", "wall_s", "device",
+  "interpret", "work" }
 
 --- Write the candidate files into workdir and compile (jax.jit(...).lower()
 --- then .compile()). opts.defines = tunable values; opts.tests_dir gives
@@ -20,7 +21,7 @@ local BUILD_FIELDS = { "status", "message", "phase", "kind", "compile_s", "lower
 ---@param task table
 ---@param files table {[filename] = source}
 ---@param workdir string
----@param opts? {defines?: table, tests_dir?: string, timeout?: number, interpret?: boolean, sandbox?: boolean}
+---@param opts? {defines?: table, tests_dir?: string, timeout?: number, interpret?: boolean, sandbox?: boolean, mem_mb?: number}
 ---@return table build
 function M.compile(task, files, workdir, opts)
   opts = opts or {}
@@ -32,7 +33,9 @@ function M.compile(task, files, workdir, opts)
     if name:find("/", 1, true) or name:sub(1, 1) == "." then error("pallas.compile: bad file name " .. name, 2) end
     assert(fs.write(workdir .. "/" .. name, src))
   end
-  local build = { workdir = workdir, candidate = workdir .. "/" .. task.candidate_file, defines = opts.defines or {} }
+  -- mem_mb: each of its harness processes' memory limit (MiB), for every later step of it too
+  local build = { workdir = workdir, candidate = workdir .. "/" .. task.candidate_file, defines = opts.defines or {},
+    mem_mb = opts.mem_mb }
   -- Input shapes come from the frozen tests (opts.tests_dir, else the ones
   -- freeze last verified for this task); without them the harness builds
   -- the reference's inputs.
@@ -45,7 +48,7 @@ function M.compile(task, files, workdir, opts)
   end
   local r, used = step(tests_dir), tests_dir
   if tests_dir and r.status == "rescale" then r, used = M.escalate(task, tests_dir, function(d)
-    return d == tests_dir and r or step(d) end) end
+    return d == tests_dir and r or step(d) end, nil, build.mem_mb) end
   if used ~= tests_dir then build.scaled_tests, build.base_tests = used, tests_dir end
   build.scale_note, build.checked_at = r.scale_note, r.checked_at
   for _, k in ipairs(BUILD_FIELDS) do build[k] = r[k] end

@@ -40,8 +40,9 @@ end
 --- M.test does), `last()` is the last run's answer ({calls_s, compile_s}).
 --- Returns {verdict = a failing result} or {label = the largest scale
 --- passed, note = why no larger one was checked, text = both in words};
---- nil when the test scale is the task's own.
-function M.confirm(task, tests_dir, step, last)
+--- nil when the test scale is the task's own. `mem_mb`: the memory limit
+--- of the freezes at larger scales.
+function M.confirm(task, tests_dir, step, last, mem_mb)
   local scales = M.larger_scales(task, tests_dir)
   if #scales == 0 then return nil end -- the task's own sizes
   local prev = { calls = tonumber(last().calls_s) or 0, flops = scale_flops(tests_dir), k = 0 }
@@ -57,7 +58,7 @@ function M.confirm(task, tests_dir, step, last)
         prev.calls * growth ^ (k - prev.k)))
     end
     -- a scale whose reference cannot be frozen (a trivial output there) is passed over
-    local d, err = scaled_suite(task, tests_dir, s)
+    local d, err = scaled_suite(task, tests_dir, s, mem_mb)
     if not d then
       refused = string.format("%s not checked: %s", s.label, tostring(err))
       goto next

@@ -5,6 +5,7 @@
 local _, M = ...
 local fs = require "mk.fs"
 local cjson = require "cjson"
+local suites = require "mk.eval.suites"
 
 local E = {}
 
@@ -103,25 +104,67 @@ end
 
 local freezing = {} -- escalation suite dir -> semaphore (one freeze of it at a time)
 
--- The suite at scale `s` beside `base` (frozen once, then verified), or nil, why.
-function E.scaled_suite(task, base, s)
-  local dir = base .. ".scale-" .. s.slug
-  local function freeze()
-    local keep = task.tests_dir
-    local r = M.freeze(task, dir, { scale_args = s.args, timeout = M.defaults.escalate_timeout })
-    task.tests_dir = keep
+-- The cache key of a suite in the shared suite cache (mk.eval.suites), or
+-- nil for a suite elsewhere (an evaluator's own directory, --fresh).
+local function cached_key(base)
+  local parent, key = base:match("^(.*)/(%x+)$")
+  if not key or #key ~= 64 then return nil end
+  local a, b = fs.realpath(parent), fs.realpath(suites.dir())
+  return a and a == b and key or nil
+end
+
+-- Freeze `task` at scale `s` into `dir`, the task's own suite kept.
+local function freeze_at(task, dir, s, mem_mb)
+  local keep = task.tests_dir
+  local r = M.freeze(task, dir, { scale_args = s.args, timeout = M.defaults.escalate_timeout, mem_mb = mem_mb })
+  task.tests_dir = keep
+  return r
+end
+
+-- The suite at scale `s` of a suite in the shared cache: frozen there once
+-- under its lock (mk.eval.suites.ensure: other engines wait, a reader never
+-- sees half of one), then verified. A scale whose reference cannot be
+-- frozen (kind cannot_freeze: its output trivial there, the reference
+-- failing) is remembered beside it, so the next evaluation does not try
+-- again; the machine's limits (memory, time) are not.
+local function cached_suite(task, key, s, mem_mb)
+  local name = key .. ".scale-" .. s.slug
+  local refused = suites.path(name) .. ".refused"
+  local why = fs.read(refused)
+  if why then return nil, why end
+  local kind
+  local dir, err = suites.ensure(name, function(tmp)
+    local r = freeze_at(task, tmp, s, mem_mb)
+    kind = r.kind
     return r
+  end)
+  if not dir then
+    if kind == "cannot_freeze" then fs.write(refused, tostring(err), { atomic = true }) end
+    return nil, err
   end
-  local ok, tasklib = pcall(require, "mk.services.task")
-  local r
-  if ok and coroutine.isyieldable() then
-    freezing[dir] = freezing[dir] or tasklib.semaphore(1)
-    r = freezing[dir]:with(freeze)
-  else
-    r = freeze()
-  end
+  local r = freeze_at(task, dir, s, mem_mb) -- verified, as every evaluator verifies the suites it opens
   if r.status ~= "ok" then return nil, r.message end
   return dir
+end
+
+-- The suite at scale `s` beside `base` (frozen once, then verified; in the
+-- shared suite cache when `base` is there), or nil, why; `mem_mb`: the
+-- freeze's memory limit.
+function E.scaled_suite(task, base, s, mem_mb)
+  local dir = base .. ".scale-" .. s.slug
+  local key = cached_key(base)
+  local function freeze()
+    if key then return cached_suite(task, key, s, mem_mb) end
+    local r = freeze_at(task, dir, s, mem_mb)
+    if r.status ~= "ok" then return nil, r.message end
+    return dir
+  end
+  local ok, tasklib = pcall(require, "mk.services.task")
+  if ok and coroutine.isyieldable() then
+    freezing[dir] = freezing[dir] or tasklib.semaphore(1)
+    return freezing[dir]:with(freeze)
+  end
+  return freeze()
 end
 local scaled_suite = E.scaled_suite
 
@@ -134,8 +177,9 @@ end
 --- it answers "rescale", again on suites at larger scales. Returns the last
 --- result, with `checked_at` (the scale's label) and `scale_note` when it
 --- escalated, and the tests dir it ran on; "unchecked" when the next scale
---- could not be frozen or its step ran out of time.
-function M.escalate(task, tests_dir, step, base)
+--- could not be frozen or its step ran out of time. `mem_mb`: the memory
+--- limit of the freezes at larger scales.
+function M.escalate(task, tests_dir, step, base, mem_mb)
   base = base or tests_dir
   local r = step(tests_dir)
   if r.status ~= "rescale" then return r, tests_dir end
@@ -144,7 +188,7 @@ function M.escalate(task, tests_dir, step, base)
   while i < #scales do
     i = i + 1
     local s = scales[i]
-    local d, err = scaled_suite(task, base, s)
+    local d, err = scaled_suite(task, base, s, mem_mb)
     if not d then
       refused = (refused and refused .. "; " or "") .. string.format("at %s the reference could not be frozen " ..
         "within this machine's limits (%s)", s.label, tostring(err))
@@ -156,6 +200,10 @@ function M.escalate(task, tests_dir, step, base)
     r = step(d)
     if r.status == "timeout" then
       return unchecked(why, string.format("at %s it ran out of time (%s)", s.label, tostring(r.message))), dir
+    end
+    if r.status == "unchecked" then -- past this machine's limits there (its memory)
+      r.message = string.format("at %s (at the test scale: %s): %s", s.label, tostring(why), tostring(r.message))
+      return r, dir
     end
     if r.status ~= "rescale" then
       r.checked_at = s.label

@@ -70,11 +70,13 @@ local P = {}
 
 -- Run argv's step in a pre-started process (see above): the proc.run-like
 -- result, or nil when none could start (the caller runs it directly).
-function P.run(argv, opts, env, timeout)
+-- `step_env`: environment of this step only (its memory limit), sent
+-- with the request.
+function P.run(argv, opts, env, timeout, step_env)
   if M.pool_size <= 0 then return nil end
   local sb, light = opts.sandbox, opts.pool == "light"
   return sessions_mod().run(M, pool_key(argv[1], env, sb, light), { py = argv[1], env = env, sb = sb, light = light },
-    argv, opts, timeout)
+    argv, opts, timeout, step_env)
 end
 
 --- Start the processes the candidates' steps on `tests_dir` will take

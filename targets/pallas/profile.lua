@@ -39,7 +39,7 @@ function M.profile(task, build, opts)
   if tests_dir then extra[#extra + 1] = "--tests"; extra[#extra + 1] = tests_dir end
   if opts.latency_s then extra[#extra + 1] = "--latency-s"; extra[#extra + 1] = string.format("%.17g", opts.latency_s) end
   local r = device_harness("profile", candidate_args(task, build, extra, opts), {
-    timeout = opts.timeout or task.timeout, cwd = build.workdir, cpu = opts.cpu, build = build,
+    timeout = opts.timeout or task.timeout, cwd = build.workdir, cpu = opts.cpu, build = build, mem_mb = opts.mem_mb,
     sandbox = sandbox_for(task, build.workdir, opts, tests_dir and visible_inputs(tests_dir) or nil),
   })
   return profile_result(r)

@@ -85,6 +85,31 @@ local function child_env()
   return e
 end
 
+--- The target bounds the resident memory of each harness process by the
+--- evaluator's `mem_mb` (mk.eval gives one derived from the machine's
+--- memory when none is set): a step's opts.mem_mb, else its build's
+--- (compile keeps it), sent as $MK_PALLAS_MEM_MB for that step only
+--- (harness limits.py: one JSON error, kind memory_limit). A candidate's
+--- step that passes it is `unchecked` (reason "memory"), never a crash:
+--- this machine could not check it, which says nothing of the kernel.
+M.mem_limit = true
+
+-- The memory limit of a step (MiB), or nil: opts.mem_mb, else its build's.
+local function step_mem_mb(opts)
+  local mb = opts.mem_mb or (type(opts.build) == "table" and opts.build.mem_mb) or nil
+  return tonumber(mb) and tonumber(mb) > 0 and math.floor(tonumber(mb)) or nil
+end
+
+-- A candidate's step (one with a build) past its memory limit: unchecked.
+local function over_memory(v, sub)
+  v.status, v.correct, v.reason = "unchecked", false, "memory"
+  v.message = string.format("not checked on this machine: %s (each harness process is limited to %s MiB: " ..
+    "mkengine eval/run/bench --mem-mb, mk.eval's mem_mb); re-checked on a device worker when the run has one",
+    tostring(v.message), tostring(v.mem_limit_mb or "its"))
+  v.step = sub
+  return v
+end
+
 --- Processes that may hold the accelerator at once. A TPU admits one
 --- process at a time, so every step that initialises JAX (compile, run,
 --- bench, profile, baseline, freeze) takes a slot; `check` and `load` do
@@ -132,13 +157,13 @@ local pool_run -- pool.lua's run (a step in a pre-started process), set with the
 
 -- No mk.proc (or not in a task): a blocking fallback through coreutils
 -- timeout; stderr goes to a temp file. A proc.run-like result.
-local function popen_run(argv, opts, timeout)
+local function popen_run(argv, opts, timeout, env)
   local t0 = os.time()
   local errf = os.tmpname()
   local q = {}
   for i, a in ipairs(argv) do q[i] = shell_quote(a) end
   local e = {}
-  for k, v in pairs(child_env()) do e[#e + 1] = shell_quote(k .. "=" .. tostring(v)) end
+  for k, v in pairs(env) do e[#e + 1] = shell_quote(k .. "=" .. tostring(v)) end
   table.sort(e)
   table.insert(q, 1, "env " .. table.concat(e, " "))
   local cmd = string.format("timeout -k 5 %d %s 2>%s", math.ceil(timeout), table.concat(q, " "),
@@ -171,27 +196,32 @@ local function harness(sub, args, opts)
   local argv = { python(), M.harness(), sub }
   for _, a in ipairs(args) do argv[#argv + 1] = tostring(a) end
   local timeout = opts.timeout or M.defaults.timeout
+  local mem = step_mem_mb(opts)
+  local step_env = mem and { MK_PALLAS_MEM_MB = tostring(mem) } or nil -- this step's, not the pool's
+  local env = child_env()
+  for k, v in pairs(step_env or {}) do env[k] = v end
   local proc = try_proc()
   local r
   if proc and coroutine.isyieldable() and opts.pool then
-    r = pool_run(argv, opts, child_env(), timeout)
+    r = pool_run(argv, opts, child_env(), timeout, step_env)
   end
   if r then
     r.pid = r.pid or true
   elseif proc and coroutine.isyieldable() then
     -- No limits.mem_mb: the JAX runtimes reserve far more address space
-    -- than they use, so RLIMIT_AS would break every run.
+    -- than they use, so RLIMIT_AS would break every run (the harness
+    -- watches its resident memory instead: M.mem_limit).
     local err
     r, err = proc.run(require("mk.services.sandbox").apply {
       argv = argv, cwd = opts.cwd, timeout = timeout, max_output = M.defaults.max_output,
-      sandbox = opts.sandbox, env = child_env(),
+      sandbox = opts.sandbox, env = env,
     })
     if not r then
       return { status = "error", kind = err.kind or "spawn", message = "cannot run the harness (" .. argv[1] ..
         "): " .. tostring(err.message), wall_s = 0 }
     end
   else
-    r = popen_run(argv, opts, timeout)
+    r = popen_run(argv, opts, timeout, env)
   end
   M.last_runner = r.pid and "proc" or "popen"
   -- opts.cpu: the evaluation's accumulator of its processes' CPU seconds
@@ -199,6 +229,10 @@ local function harness(sub, args, opts)
   local v = M.decode(r.stdout)
   -- a session's step: its own CPU seconds, as the harness measured them
   if opts.cpu and not r.cpu_s and v and tonumber(v.cpu_s) then opts.cpu.s = opts.cpu.s + v.cpu_s end
+  -- ... and the largest resident memory of one of its processes (MiB)
+  if opts.cpu and v and tonumber(v.peak_rss_mb) then
+    opts.cpu.peak_rss_mb = math.max(opts.cpu.peak_rss_mb or 0, tonumber(v.peak_rss_mb))
+  end
   if r.status == "timeout" then
     return { status = "timeout", message = string.format("harness %s ran past %gs (hang?); stderr: %s",
       sub, timeout, tail(r.stderr, 1500)), wall_s = r.wall_s }
@@ -217,6 +251,10 @@ local function harness(sub, args, opts)
     local e = type(v.error) == "table" and v.error or {}
     v.kind = e.kind or "harness"
     v.message = e.message or "harness error"
+    if v.kind == "memory_limit" and opts.build then
+      v.mem_limit_mb = mem
+      return over_memory(v, sub)
+    end
   end
   v.message = v.message or ""
   return v

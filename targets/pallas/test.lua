@@ -51,12 +51,46 @@ local function out_of_time(r, c, limit, outputs)
     #secs > 0 and table.concat(secs, ", ") or "?") }
 end
 
+-- What passed per input configuration of a multi-configuration task
+-- (harness check's `configurations`): {{configuration, ok, cases, failed,
+-- message}}, or nil.
+local function configurations(list)
+  if type(list) ~= "table" or #list == 0 then return nil end
+  local out = {}
+  for i, c in ipairs(list) do
+    out[i] = { configuration = math.tointeger(c.configuration) or c.configuration, ok = c.ok == true,
+      cases = c.cases, failed = type(c.failed) == "string" and c.failed or nil,
+      message = type(c.message) == "string" and c.message ~= "" and c.message or nil }
+  end
+  return out
+end
+
+-- The result of a test whose check ran (`c`), confirmed or not at larger scales.
+local function checked_result(c, build, confirmed, wall, check_s)
+  local cases = {}
+  for i, x in ipairs(c.cases or {}) do
+    cases[i] = { id = x.case, call = x.call, ok = x.ok, message = x.message, reason = x.reason,
+      max_abs_err = x.max_abs_err }
+  end
+  if confirmed then c.message = (c.message or "") ~= "" and (c.message .. "; " .. confirmed.text) or confirmed.text end
+  return {
+    confirmed_at = confirmed and confirmed.label or nil, confirm_note = confirmed and confirmed.text or nil,
+    status = c.status, correct = c.status == "ok", reason = c.reason, cases = cases,
+    message = (c.status ~= "ok" and build.scale_note) and (build.scale_note .. ": " .. tostring(c.message)) or c.message,
+    wall_s = wall, check_s = check_s, kind = c.kind,
+    configurations = configurations(c.configurations), -- a multi-configuration task: what passed in each
+    -- its error against the reference's own (a case with the reference in float32), and a warning far beyond it
+    error_ratio = tonumber(c.error_ratio), warning = type(c.warning) == "string" and c.warning or nil,
+    checked_at = build.checked_at, scale_note = build.scale_note, -- escalated: the scale it was checked at
+  }
+end
+
 --- Run the frozen cases of opts.group ("search" or "heldout") in one
 --- process and check them in another that never loads candidate code.
 ---@param task table
 ---@param build table from compile
 ---@param tests_dir string
----@param opts? {group?: string, timeout?: number, interpret?: boolean, sandbox?: boolean}
+---@param opts? {group?: string, timeout?: number, interpret?: boolean, sandbox?: boolean, mem_mb?: number}
 ---@return table {status, correct, message, cases, wall_s}
 function M.test(task, build, tests_dir, opts)
   opts = opts or {}
@@ -75,7 +109,7 @@ function M.test(task, build, tests_dir, opts)
     if group == "heldout" then extra[#extra + 1] = "--heldout-cases" end
     limit = limit or opts.timeout or task.timeout
     local r = device_harness("run", candidate_args(task, build, extra, opts), {
-      timeout = limit, cwd = build.workdir, cpu = opts.cpu, build = build,
+      timeout = limit, cwd = build.workdir, cpu = opts.cpu, build = build, mem_mb = opts.mem_mb,
       sandbox = sandbox_for(task, build.workdir, opts, visible_inputs(dir)),
     })
     wall, last_run = wall + (r.wall_s or 0), r
@@ -84,7 +118,7 @@ function M.test(task, build, tests_dir, opts)
       if group == "heldout" then cargs[#cargs + 1] = "--heldout-cases" end
       if present_only then cargs[#cargs + 1] = "--present-only" end
       local c = harness("check", cargs, { timeout = M.defaults.check_timeout, pool = "light", cpu = opts.cpu,
-        build = build })
+        build = build, mem_mb = opts.mem_mb })
       check_s = check_s + (c.wall_s or 0)
       return c
     end
@@ -107,7 +141,8 @@ function M.test(task, build, tests_dir, opts)
     return c
   end
   -- a build compiled at a larger scale (M.escalate) is tested there too
-  local c, used = M.escalate(task, build.scaled_tests or tests_dir, step, build.base_tests or tests_dir)
+  local mem = opts.mem_mb or build.mem_mb
+  local c, used = M.escalate(task, build.scaled_tests or tests_dir, step, build.base_tests or tests_dir, mem)
   if used ~= (build.scaled_tests or tests_dir) then build.scaled_tests, build.base_tests = used, tests_dir end
   build.scale_note, build.checked_at = c.scale_note or build.scale_note, c.checked_at or build.checked_at
   if not c.checked then -- a run-time verdict (out of bounds, race, crash) names the scale it was reached at too
@@ -117,23 +152,12 @@ function M.test(task, build, tests_dir, opts)
       checked_at = note and build.checked_at or nil }
   end
   local confirmed = group == "heldout" and c.status == "ok" and opts.confirm ~= false and used == tests_dir
-    and build.timing_kind == "interpret" and M.confirm(task, tests_dir, step, function() return last_run end) or nil
+    and build.timing_kind == "interpret" and M.confirm(task, tests_dir, step, function() return last_run end, mem)
+    or nil
   local v = confirmed and confirmed.verdict
   if v then
     return { status = v.status, correct = false, reason = v.reason, cases = {}, message = v.message,
       wall_s = wall + check_s, check_s = check_s, kind = v.kind, phase = v.phase, checked_at = v.checked_at }
   end
-  local cases = {}
-  for i, x in ipairs(c.cases or {}) do
-    cases[i] = { id = x.case, call = x.call, ok = x.ok, message = x.message, reason = x.reason,
-      max_abs_err = x.max_abs_err }
-  end
-  if confirmed then c.message = (c.message or "") ~= "" and (c.message .. "; " .. confirmed.text) or confirmed.text end
-  return {
-    confirmed_at = confirmed and confirmed.label or nil, confirm_note = confirmed and confirmed.text or nil,
-    status = c.status, correct = c.status == "ok", reason = c.reason, cases = cases,
-    message = (c.status ~= "ok" and build.scale_note) and (build.scale_note .. ": " .. tostring(c.message)) or c.message,
-    wall_s = wall + check_s, check_s = check_s, kind = c.kind,
-    checked_at = build.checked_at, scale_note = build.scale_note, -- escalated: the scale it was checked at
-  }
+  return checked_result(c, build, confirmed, wall + check_s, check_s)
 end

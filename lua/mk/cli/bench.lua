@@ -8,7 +8,8 @@ local progress = require("mk.services.progress")
 local M = {
   summary = "run a strategy over a task suite K times; metrics table + results.json",
   usage = "usage: mkengine bench SUITE STRATEGY [--repeat K] [--out DIR] [--label NAME] [--concurrency N] [--set K=V]... "
-    .. "[--model M] [--llm-config FILE] [--llm-cache rw|ro|off] [--seed N] [--jobs N] [--budget SPEC] [--workers FILE] [--task NAME]... [--quiet] [--json]",
+    .. "[--model M] [--llm-config FILE] [--llm-cache rw|ro|off] [--seed N] [--jobs N] [--budget SPEC] [--workers FILE] "
+    .. "[--mem-mb MB] [--task NAME]... [--quiet] [--json]",
   help = [[
 SUITE is any directory of task directories (ours with task.lua, JAXBench
 with baseline.py, MaxKernel with reference.py); STRATEGY a strategy name
@@ -30,6 +31,8 @@ options:
   --set K=V, --model, --llm-config, --llm-cache, --seed (base; repeat k uses seed+k-1),
   --jobs, --budget tokens=..,usd=..,device_s=..,wall_s=.. (per run)
   --workers FILE   evaluate on the workers FILE.lua names (docs/workers.md)
+  --mem-mb MB       memory limit of each harness process (pallas; default: the
+                    memory available over jobs x concurrency + 1, at most 16384 MiB)
   --quiet           no status line
   --json            events as JSON lines on stdout, then the results as JSON]],
 }
@@ -51,7 +54,7 @@ M.SPEC = {
   flags = { quiet = true, json = true },
   options = { ["repeat"] = "number", out = "string", label = "string", concurrency = "number", set = "list", model = "string",
               llm_config = "string", llm_cache = "string", seed = "number", jobs = "number", budget = "string", task = "list",
-              workers = "string" },
+              workers = "string", mem_mb = "number" },
   short = { k = "repeat", o = "out", q = "quiet" },
 }
 
@@ -72,7 +75,7 @@ function M.run(args)
     suite = pos[1], strategy = pos[2], repeats = math.tointeger(K), out = opts.out, label = opts.label,
     concurrency = math.tointeger(conc), set = M.parse_set(opts.set, M.usage), model = opts.model,
     llm_config = opts.llm_config, llm_cache = opts.llm_cache, seed = opts.seed and (math.tointeger(opts.seed) or opts.seed),
-    jobs = opts.jobs and math.tointeger(opts.jobs), workers = opts.workers,
+    jobs = opts.jobs and math.tointeger(opts.jobs), workers = opts.workers, mem_mb = opts.mem_mb,
     budget = budget, tasks = opts.task, progress = prog,
   }
   prog:finish()

@@ -5,7 +5,8 @@ local M = {
   summary = "run a search strategy on a task (writes a run directory)",
   usage = "usage: mkengine run STRATEGY TASK [--model SPEC] [--set KEY=VALUE]... [--seed N] [--run-dir DIR]\n"
     .. "                    [--budget tokens=N,usd=X,device_s=S,wall_s=S] [--jobs N] [--llm-config FILE]\n"
-    .. "                    [--llm-cache rw|ro|off] [--timeout S] [--workers FILE] [--kb-learn] [--dump-prompts DIR]\n"
+    .. "                    [--llm-cache rw|ro|off] [--timeout S] [--mem-mb MB] [--workers FILE] [--kb-learn]\n"
+    .. "                    [--dump-prompts DIR]\n"
     .. "                    [--quiet] [--json] [--debug] [--ui [--host ADDR] [--port N]]",
   help = [[
 STRATEGY  a name in lua/strategies (auto, zeroshot, parallel, beam, evolve, greedy, hitl)
@@ -21,6 +22,8 @@ TASK      a task directory (examples/tasks/c/rmsnorm, a JAXBench or MaxKernel ta
 --run-dir DIR       where to write the run (default runs/<time>-<strategy>-<task>/)
 --jobs N            compiles at a time (bench and profile runs are exclusive)
 --timeout S         limit for each candidate process
+--mem-mb MB         memory limit of each harness process (pallas; default: the memory
+                    available over jobs + 1, at most 16384 MiB); past it a kernel is unchecked
 --workers FILE      evaluate on the workers FILE.lua names (local, ssh, slurm;
                     see docs/workers.md)
 --kb-learn          append what worked and failed to kb/learned/ at the end
@@ -41,7 +44,7 @@ function M.parse(args, usage, extra_flags, extra_options)
   local flags = { quiet = true, json = true, kb_learn = true, debug = true }
   local options = { model = "string", set = "list", seed = "number", run_dir = "string", budget = "string",
     jobs = "number", llm_config = "string", llm_cache = "string", timeout = "number", root = "string",
-    workers = "string" }
+    workers = "string", mem_mb = "number" }
   for k, v in pairs(extra_flags or {}) do flags[k] = v end
   for k, v in pairs(extra_options or {}) do options[k] = v end
   local o, pos = cli.parse(args, { flags = flags, options = options }, usage)

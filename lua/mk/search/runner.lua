@@ -205,7 +205,7 @@ local RUN_OPTIONS = {
   strategy = { text, required = true }, task_dir = { text, required = true }, set = { set_table },
   seed = { function(v) return math.tointeger(v), "a whole number" end }, model = { text }, llm_config = { text },
   llm_cache = { one_of { rw = true, ro = true, off = true } }, budget = { budget_value }, jobs = { whole(1) },
-  timeout = { positive }, workers = { text },
+  timeout = { positive }, workers = { text }, mem_mb = { positive },
 }
 
 --- The run options `info` (what run.json stores as `options`) checked and
@@ -359,7 +359,9 @@ local function open_context(o, run, info, task, opts, client, budget, prior, not
   if info.workers then run.pool = pool_lib.open(info.workers, { log = note }) end
   local inlined = fs.exists(run.dir .. "/tests/frozen.json")
   local ev = eval.new(task, { tests_dir = inlined and (run.dir .. "/tests") or nil, suite_cache = not inlined,
-    jobs = info.jobs, seed = info.seed, timeout = info.timeout, pool = run.pool })
+    jobs = info.jobs, seed = info.seed, timeout = info.timeout, pool = run.pool,
+    -- each harness process's memory limit: the run's, else a share of the machine's for the runs at once
+    mem_mb = info.mem_mb, evaluators = o.evaluators })
   run.evaluator = ev -- closed by run/resume whatever happens (it owns temporary work directories)
   local ctx = context.new { task = task, graph = run.graph, run = run, eval = ev, llm = client, opts = opts, agents = o.agents,
     dump_prompts = o.dump_prompts,
@@ -626,7 +628,7 @@ function runner.run(o)
   local info = {
     strategy = strategy_name, task_dir = fs.realpath(o.task) or o.task, set = o.set or {},
     seed = o.seed or 1, model = o.model, llm_config = o.llm_config, llm_cache = o.llm_cache,
-    budget = o.budget, jobs = o.jobs, timeout = o.timeout,
+    budget = o.budget, jobs = o.jobs, timeout = o.timeout, mem_mb = o.mem_mb,
     workers = o.workers and (fs.realpath(o.workers) or input_error("workers file not found: " .. o.workers)),
   }
   info = runner.check_options(info, "mkengine run")

@@ -211,7 +211,7 @@ local Bench = {}
 Bench.__index = Bench
 
 local function new_bench(opts, tasks, K, conc, out)
-  local b = setmetatable({ opts = opts, tasks = tasks, K = K, out = out, prog = opts.progress,
+  local b = setmetatable({ opts = opts, tasks = tasks, K = K, out = out, prog = opts.progress, conc = conc,
     seed = opts.seed or 1, outcomes = {}, done = 0, failed = 0, total = #tasks * K }, Bench)
   for ti = 1, #tasks do b.outcomes[ti] = {} end
   b.results = {
@@ -271,7 +271,8 @@ function Bench:run_opts(t, k, dir)
   local opts = self.opts
   return { strategy = opts.strategy, task = t.dir, set = copy_opts(opts.set), seed = self.seed + k - 1,
     model = opts.model, llm_config = opts.llm_config, budget = opts.budget and copy_opts(opts.budget),
-    run_dir = dir, quiet = true, jobs = opts.jobs, llm_cache = opts.llm_cache, workers = opts.workers }
+    run_dir = dir, quiet = true, jobs = opts.jobs, llm_cache = opts.llm_cache, workers = opts.workers,
+    mem_mb = opts.mem_mb, evaluators = self.conc } -- the runs at once share the machine's memory
 end
 
 -- The status line, an event and a line of text for a finished run.
@@ -316,7 +317,7 @@ end
 ---   label (the name results are shown under; default the strategy's stem)
 ---   repeats (K, default 5; `opts["repeat"]` also accepted), out (dir)
 ---   set, seed (base seed, default 1; repeat k uses seed + k - 1), model,
----   llm_config, llm_cache (rw|ro|off), budget (per run), jobs: passed to every run
+---   llm_config, llm_cache (rw|ro|off), budget (per run), jobs, mem_mb: passed to every run
 ---   concurrency (runs at once, default 2)
 ---   runner = fn(run_opts) -> summary (default mk.search.runner's run with the sub-agents)
 ---   resume = fn(run_dir) -> summary (default mk.search.runner's resume)

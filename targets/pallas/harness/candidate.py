@@ -15,6 +15,7 @@ from .interpret import _install_interpret, tpu_interpret_params
 from .chip import emulate_chip
 from .escalation import Rescale, _CASE_HINTS, _SCALE_HINTS, case_is_scaled, own_check_raised, watch_pallas_calls
 from .work import case_work
+from .limits import PHASE
 
 
 # What one candidate's earlier steps in this process made (a `worker
@@ -52,6 +53,7 @@ def load_candidate(path, params=None, interpret="off", chip=None):
     if interpret == "tpu":
         emulate_chip(jax, chip, path)
     watch_pallas_calls(jax)
+    PHASE["now"] = "importing the candidate"
     try:
         mod = _import_file(path, "mk_candidate")
     except BaseException as e:  # SystemExit from candidate code too
@@ -122,6 +124,7 @@ def lower_checked(jax, fn, args, a, mode, cid, key=None, own_sizes=None):
         found = cache[key][1]
     else:
         del _SCALE_HINTS[:]
+        PHASE["now"] = "compiling the candidate for case %s" % cid
         try:
             out = lower_and_compile(jax, fn, args, a.candidate, mode)
             out[1]["work"] = case_work(getattr(a, "tests", None), cid, jax, fn, args)

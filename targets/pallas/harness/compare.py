@@ -6,7 +6,7 @@ process that never imports JAX nor candidate code."""
 import json
 import os
 
-from .suite import case_shapes, verify_manifest
+from .suite import case_shapes, read_cases, verify_manifest
 from .arrays import load_arrays
 
 
@@ -53,6 +53,26 @@ def _within_reference_error(g, w, hi, both, atol, rtol):
     if (err > atol + rtol * np.abs(hi[ok]) + 2.0 * float(own.max())).any():
         return False, float(err.max())
     return _rms(err) <= rtol * _rms(hi[ok]) + 2.0 * _rms(own), float(err.max())
+
+
+OWN_FLOOR = 2.0 ** -16  # the least error credited to a reference (relative RMS): float32 rounding over a long sum
+FAR_BEYOND = 10.0  # an error this many times the reference's own is worth a warning, even within the tolerance
+
+
+def error_ratio(g, w, hi):
+    """How many times the reference's own error (its output `w` against
+    its float32 evaluation `hi`, RMS over finite values, at least
+    OWN_FLOOR of rms(hi)) a kernel's output `g` is from `hi`; None without
+    finite values to compare."""
+    import numpy as np
+    hi = np.atleast_1d(np.asarray(hi, dtype=np.float64))
+    if hi.shape != w.shape:
+        return None
+    ok = np.isfinite(g) & np.isfinite(w) & np.isfinite(hi)
+    if not ok.any():
+        return None
+    own = max(_rms((w - hi)[ok]), OWN_FLOOR * _rms(hi[ok]))
+    return _rms((g - hi)[ok]) / own if own > 0 else None
 
 
 def compare_outputs(got, want, atol, rtol, max_report=5, wide=None):
@@ -112,6 +132,10 @@ def compare_outputs(got, want, atol, rtol, max_report=5, wide=None):
             res["loose_values"] = res.get("loose_values", 0) + n
             n = 0
         hi_err = None
+        if wide is not None and k < len(wide):  # its error against the reference's own (error_ratio)
+            x = error_ratio(g, w, wide[k])
+            if x is not None:
+                res["error_ratio"] = max(res.get("error_ratio", 0.0), x)
         if n and wide is not None and k < len(wide) and not nonfin_mismatch.any():
             within, hi_err = _within_reference_error(g, w, wide[k], both, atol, rtol)
             if within:
@@ -133,48 +157,116 @@ def compare_outputs(got, want, atol, rtol, max_report=5, wide=None):
     return res
 
 
+def _check_case(tests_dir, outputs_dir, cid, atol, rtol, calls, present_only, counts):
+    """The results of one case's calls (stopping at the first wrong one)."""
+    with open(os.path.join(tests_dir, "expected", cid + ".json")) as f:
+        emeta = json.load(f)
+    want = load_arrays(os.path.join(tests_dir, "expected", cid + ".npz"), emeta["outputs"], True)
+    wide = (load_arrays(os.path.join(tests_dir, "expected", cid + ".f32.npz"), emeta["float32"], True)
+            if emeta.get("float32") else None)
+    results = []
+    for call in calls:
+        opath = os.path.join(outputs_dir, "%s.%s.npz" % (cid, call))
+        mpath = os.path.join(outputs_dir, "%s.%s.json" % (cid, call))
+        if not os.path.isfile(opath) or not os.path.isfile(mpath):
+            if present_only:
+                continue
+            r = {"ok": False, "reason": "missing", "message": "no %s output for case %s" % (call, cid)}
+        else:
+            with open(mpath) as f:
+                ometa = json.load(f)
+            got = load_arrays(opath, ometa["outputs"], True)
+            r = compare_outputs(got, want, atol, rtol, wide=wide)
+            counts["checked_calls"] += 1
+            if isinstance(ometa.get("call_s"), (int, float)):
+                counts["call_s"].append(ometa["call_s"])
+        r.update(case=cid, call=call)
+        results.append(r)
+        if not r["ok"]:
+            break
+    return results
+
+
+def by_configuration(meta, results):
+    """What passed per input configuration of a suite frozen from several
+    (MaxKernel's list of (dynamic, static) pairs): [{configuration, ok,
+    cases, failed, message}] in configuration order, and a sentence; None
+    for a suite of one configuration. `meta`: cases.json's entries by id."""
+    per = {}
+    for r in results:
+        k = meta.get(r["case"], {}).get("configuration")
+        if k is None:
+            return None, ""
+        c = per.setdefault(k, {"configuration": k, "ok": True, "cases": [], "failed": None, "message": ""})
+        if r["case"] not in c["cases"]:
+            c["cases"].append(r["case"])
+        if not r["ok"] and c["ok"]:
+            c.update(ok=False, failed=r["case"], message=r["message"])
+    out = [per[k] for k in sorted(per)]
+    if not out:
+        return None, ""
+    words = ["%d %s" % (c["configuration"], "passed" if c["ok"] else "failed (case %s)" % c["failed"]) for c in out]
+    return out, "configurations: " + ", ".join(words)
+
+
+def far_beyond(verdict, results, meta, atol, rtol):
+    """The largest error_ratio of the calls checked (`error_ratio`, with
+    its case), and a `warning` when a passing kernel's is over FAR_BEYOND:
+    a tolerance far looser than the reference's own precision lets a wrong
+    kernel pass (a label-shift bug in a bf16 cross-entropy passed 1e-2 at
+    300 times the reference's error)."""
+    ratios = [(r["error_ratio"], r["case"]) for r in results if r.get("error_ratio") is not None]
+    if not ratios:
+        return
+    x, cid = max(ratios)
+    verdict["error_ratio"], verdict["error_ratio_case"] = x, cid
+    if verdict["correct"] and x > FAR_BEYOND:
+        tol = meta.get(cid, {}).get("tolerance") or {"atol": atol, "rtol": rtol}
+        verdict["warning"] = ("within the tolerance, but %.0fx the reference's own error (case %s: the reference "
+                              "against its float32 evaluation): atol=%.3g, rtol=%.3g is far looser than the "
+                              "reference's precision, and a wrong kernel can pass under it"
+                              % (x, cid, tol["atol"], tol["rtol"]))
+
+
 def check_outputs(tests_dir, outputs_dir, cases, atol, rtol, calls=("first", "repeat"), present_only=False):
     """Compare run's (or bench's) outputs with expected ones for `cases`
-    (numpy only). Outputs are <case>.<call>.npz for each call name. With
-    `present_only` (a run that ran out of time), a missing output is
-    skipped, not a failure; the verdict counts the calls checked
-    (`checked_calls` of `calls`) and their seconds (`call_s`, as the run
-    recorded them)."""
+    (numpy only), each within its own tolerance when the freeze recorded
+    one (a configuration of a multi-configuration task), else atol/rtol.
+    Outputs are <case>.<call>.npz for each call name. The first wrong case
+    is the verdict; in a suite of several configurations the others are
+    still checked (the rest of a failed configuration's cases are not) and
+    `configurations` says what passed in each. With `present_only` (a run
+    that ran out of time), a missing output is skipped, not a failure; the
+    verdict counts the calls checked (`checked_calls` of `calls`) and their
+    seconds (`call_s`, as the run recorded them)."""
     verify_manifest(tests_dir, subset={"expected", "inputs"})
+    meta = {c["id"]: c for c in read_cases(tests_dir).get("cases", [])}
     results, verdict = [], {"status": "ok", "correct": True, "message": ""}
     counts = {"checked_calls": 0, "calls": len(cases) * len(calls), "call_s": []}
+    failed = set()  # configurations with a wrong case
     for cid in cases:
-        with open(os.path.join(tests_dir, "expected", cid + ".json")) as f:
-            emeta = json.load(f)
-        want = load_arrays(os.path.join(tests_dir, "expected", cid + ".npz"), emeta["outputs"], True)
-        wide = (load_arrays(os.path.join(tests_dir, "expected", cid + ".f32.npz"), emeta["float32"], True)
-                if emeta.get("float32") else None)
-        for call in calls:
-            opath = os.path.join(outputs_dir, "%s.%s.npz" % (cid, call))
-            mpath = os.path.join(outputs_dir, "%s.%s.json" % (cid, call))
-            if not os.path.isfile(opath) or not os.path.isfile(mpath):
-                if present_only:
-                    continue
-                r = {"ok": False, "reason": "missing", "message": "no %s output for case %s" % (call, cid)}
-            else:
-                with open(mpath) as f:
-                    ometa = json.load(f)
-                got = load_arrays(opath, ometa["outputs"], True)
-                r = compare_outputs(got, want, atol, rtol, wide=wide)
-                counts["checked_calls"] += 1
-                if isinstance(ometa.get("call_s"), (int, float)):
-                    counts["call_s"].append(ometa["call_s"])
-            r.update(case=cid, call=call)
-            results.append(r)
-            if not r["ok"]:
+        m = meta.get(cid, {})
+        k = m.get("configuration")
+        if k is not None and k in failed:
+            continue
+        tol = m.get("tolerance") or {"atol": atol, "rtol": rtol}
+        rs = _check_case(tests_dir, outputs_dir, cid, tol["atol"], tol["rtol"], calls, present_only, counts)
+        results += rs
+        if rs and not rs[-1]["ok"]:
+            r = rs[-1]
+            if verdict["correct"]:
+                verdict = {"status": "incorrect", "correct": False, "reason": r["reason"],
+                           "message": "case %s (%s call%s): %s" % (cid, r["call"], case_shapes(tests_dir, cid),
+                                                                   r["message"])}
+            if k is None:
                 break
-        if results and not results[-1]["ok"]:
-            r = results[-1]
-            verdict = {"status": "incorrect", "correct": False,
-                       "message": "case %s (%s call%s): %s" % (cid, r["call"], case_shapes(tests_dir, cid), r["message"]),
-                       "reason": r["reason"]}
-            break
+            failed.add(k)
     verdict["cases"] = results
+    far_beyond(verdict, results, meta, atol, rtol)
+    confs, words = by_configuration(meta, results)
+    if confs:
+        verdict["configurations"] = confs
+        verdict["message"] = "%s; %s" % (words, verdict["message"]) if verdict["message"] else words
     if present_only:
         verdict.update(counts)
     return verdict

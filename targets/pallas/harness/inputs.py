@@ -93,12 +93,59 @@ def make_inputs(task, ref, seed=0, config=None, dtype=None, inputs_fn=None):
             with _SeededKeys(jax, seed):
                 out = fn(**kwargs)
     if task["format"] == "maxkernel":
-        if not (isinstance(out, (tuple, list)) and len(out) == 2):
-            raise HarnessError("bad_task", "get_inputs must return ([dynamic], [static])")
-        return list(out[0]), list(out[1])
+        return _configuration(task, out)
     if not isinstance(out, (tuple, list)):
         out = (out,)
     return list(out), []
+
+
+def _pair(x):
+    return isinstance(x, (tuple, list)) and len(x) == 2 and all(isinstance(y, (tuple, list)) for y in x)
+
+
+def configurations(out):
+    """The (dynamic, static) configurations a MaxKernel get_inputs returned:
+    one for `([dynamic], [static])`, one each for a list of such pairs
+    (MaxKernel's multi-configuration form: decode and prefill shapes, odd
+    lengths, each checked with its own atol/rtol entry); None for neither.
+    A single pair's first item is the list of dynamic arrays, whose items
+    are arrays: a pair of pairs is a list of two configurations."""
+    if isinstance(out, (tuple, list)) and out and all(_pair(x) for x in out):
+        return [(list(d), list(st)) for d, st in out]
+    if _pair(out):
+        return [(list(out[0]), list(out[1]))]
+    return None
+
+
+def _configuration(task, out):
+    """Configuration task["configuration"] (default 0) of get_inputs' `out`;
+    how many there are is noted in task["configurations"] (the freeze
+    freezes each)."""
+    configs = configurations(out)
+    if configs is None:
+        raise HarnessError("bad_task", "get_inputs must return ([dynamic], [static]) or a list of such pairs "
+                           "(one per input configuration)")
+    task["configurations"] = len(configs)
+    k = task.get("configuration") or 0
+    if k >= len(configs):
+        raise HarnessError("bad_task", "get_inputs returned %d configurations, not %d" % (len(configs), k + 1))
+    return configs[k]
+
+
+def configuration_task(task, k):
+    """The task as configuration k of a multi-configuration task sees it:
+    its inputs are get_inputs' k-th pair, its tolerance the k-th entries of
+    the task's atol/rtol lists (the last reused when a list is shorter;
+    a task with one tolerance keeps it)."""
+    t = dict(task, configuration=k)
+    lists = task.get("tolerance_lists") or {}
+    tol = dict(task["tolerance"])
+    for name in ("atol", "rtol"):
+        vals = lists.get(name)
+        if vals:
+            tol[name] = float(vals[min(k, len(vals) - 1)])
+    t["tolerance"] = tol
+    return t
 
 
 def entry_fn(task, mod, statics):

@@ -9,7 +9,7 @@ import sys
 from .errors import CandidateError, CandidateRejected, HarnessError, candidate_failure, error_text
 from .tasks import _overrides, _read, load_task
 from .tunables import parse_tunables
-from .suite import case_ids, read_case, read_cases, verify_manifest
+from .suite import case_entry, case_ids, read_case, read_cases, verify_manifest
 from .arrays import _EXOTIC, load_arrays, save_arrays, write_json
 from .compare import check_outputs, compare_outputs
 from .jaxcall import _clock, _jax, _leaves, _to_numpy, device_info, poison_device
@@ -20,6 +20,7 @@ from .interpret import ProgressFile, interpret_mode
 from .races import call_checked
 from .escalation import Rescale, _CASE_HINTS, rescale_instead, traces_at_own_sizes
 from .candidate import exec_key, load_candidate, lower_and_compile, lower_checked
+from .limits import PHASE
 
 
 def python_paths():
@@ -170,6 +171,7 @@ def _run_cases(task, jax, a, mod, mode, cases, progress):
         for call in ("first", "repeat"):
             poison_device(jax)
             progress.where = {"case": cid, "call": call}
+            PHASE["now"] = "running case %s (%s call)" % (cid, call)
             try:
                 t0 = _clock()
                 out, verdict = call_checked(compiled, list(args), mode, a.candidate)
@@ -220,6 +222,7 @@ def cmd_bench(a):
     if compiled is None:
         return res
     dyn = [x for x in args]
+    PHASE["now"] = "timing the candidate"
     try:
         t = time_compiled(jax, compiled, dyn, "jit_mk_candidate", a.warmup, a.iters, not a.no_trace,
                           a.min_time, a.max_iters)
@@ -244,7 +247,7 @@ def cmd_bench(a):
         want = load_arrays(os.path.join(a.tests, "expected", cid + ".npz"), emeta["outputs"], True)
         got = [_to_numpy(o) for o in _leaves(out)]
         got = [g.astype("float32") if str(g.dtype) in _EXOTIC else g for g in got]
-        tol = task["tolerance"]
+        tol = case_entry(a.tests, cid).get("tolerance") or task["tolerance"]  # its configuration's own
         c = compare_outputs(got, want, tol["atol"], tol["rtol"])
         if not c["ok"]:
             return {"status": "incorrect", "phase": "bench", "reason": c["reason"],

@@ -98,6 +98,11 @@ def case_ids(tests_dir, heldout=False):
     return [c["id"] for c in read_cases(tests_dir)["cases"] if bool(c.get("heldout")) == heldout]
 
 
+def case_entry(tests_dir, cid):
+    """cases.json's entry of case `cid` ({} when there is none)."""
+    return next((c for c in read_cases(tests_dir)["cases"] if c["id"] == cid), {})
+
+
 def read_case(tests_dir, cid):
     with open(os.path.join(tests_dir, "inputs", cid + ".json")) as f:
         return json.load(f)

@@ -96,10 +96,34 @@ class _StepOutput:
         return False
 
 
+class _StepEnv:
+    """A request's environment ({"MK_PALLAS_MEM_MB": "4096"}: the step's
+    memory limit, which the engine sets per evaluation) set for its step
+    only; what it replaced is restored when the step ends."""
+
+    def __init__(self, env):
+        self.env = {str(k): str(v) for k, v in (env or {}).items()} if isinstance(env, dict) else {}
+        self.saved = {}
+
+    def __enter__(self):
+        for k, v in self.env.items():
+            self.saved[k] = os.environ.get(k)
+            os.environ[k] = v
+        return self
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        return False
+
+
 def serve(idle_s):
     """A session: steps of one candidate read from stdin, one JSON line each
-    ({"argv": [step, args...], "cwd": dir, "stderr": file}), run in order in
-    this process; for each, the line {"started": step} and then the step's
+    ({"argv": [step, args...], "cwd": dir, "stderr": file, "env": {NAME:
+    value}}: env set for that step only), run in order in this process; for each, the line {"started": step} and then the step's
     JSON object on stdout. Ends at EOF or after idle_s seconds without a
     request. Candidate state (its module, its executables) is kept between
     the steps; a second candidate is refused (load_candidate)."""
@@ -116,7 +140,7 @@ def serve(idle_s):
         out.flush()
         if req.get("cwd"):
             os.chdir(req["cwd"])
-        with _StepOutput(req.get("stderr")):
+        with _StepOutput(req.get("stderr")), _StepEnv(req.get("env")):
             res, _ = run_step(argv, out)
         answer(out, res)  # after the step's output is in its file
     return 0
@@ -126,7 +150,8 @@ def worker(argv):
     """`harness worker --inbox DIR [--idle S] [--light] [--session [--warm]]`:
     a pre-started harness process. It imports JAX and Pallas (the slow part
     of every step; numpy only with --light, for `check`), then
-    waits for DIR/request.json ({"argv": [step, args...], "cwd": dir}),
+    waits for DIR/request.json ({"argv": [step, args...], "cwd": dir,
+    "env": {NAME: value}}),
     runs that one step exactly as `harness <step> <args...>` would, and
     exits: one step per process, so candidates stay isolated from each other;
     only the import is paid ahead of time. Exits 0 without output when DIR
@@ -167,4 +192,5 @@ def worker(argv):
     os.remove(req_path)
     if req.get("cwd"):
         os.chdir(req["cwd"])
-    return main([str(x) for x in req["argv"]])
+    with _StepEnv(req.get("env")):
+        return main([str(x) for x in req["argv"]])
