@@ -1,0 +1,8 @@
+-- A simulated task (targets/sim), named after JAXBench's 36k_Matmul_Sigmoid_Sum (its name only). Its own
+-- parameters; every other one takes the default of docs/simulator.md. Written by
+-- bench/sim_calibrate.lua: copy the folder and edit freely.
+return { target = "sim", name = "36k_Matmul_Sigmoid_Sum", family = "gemm_reduce",
+  description = "Matmul, sigmoid, sum",
+  baseline_ms = 1.1, headroom = 2.5, naive = 1.0, compile = 0.06, correct = 0.55, size = 1700,
+  opts = { fuse_chain = 0.35, tile_grid = 0.2, vmem_accumulate = 0.2, fuse_epilogue = 0.15, grid_order = 0.1 },
+  tune = { best = 512, gain = 1.1, max = 2048 } }
