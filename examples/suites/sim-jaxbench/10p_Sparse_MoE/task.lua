@@ -3,6 +3,7 @@
 -- bench/sim_calibrate.lua: copy the folder and edit freely.
 return { target = "sim", name = "10p_Sparse_MoE", family = "ragged",
   description = "Sparse mixture-of-experts layer with top-k routing",
-  baseline_ms = 5.5, headroom = 3.2, naive = 0.7, compile = 0.001, correct = 0.55, size = 3200,
-  opts = { group_tiles = 0.4, scalar_prefetch = 0.3, tile_grid = 0.2, skip_blocks = 0.1 },
+  baseline_ms = 5.5, headroom = 3.019, naive = 0.8, compile = 0.0003, correct = 0.55, size = 3200,
+  insight = 0.85, hint = 0.8, profile_truth = 0.95,
+  opts = { group_tiles = 0.5, scalar_prefetch = 0.25, tile_grid = 0.15, skip_blocks = 0.1 },
   tune = { best = 256, gain = 1.1, max = 1024 } }

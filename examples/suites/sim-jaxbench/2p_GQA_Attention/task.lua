@@ -3,6 +3,7 @@
 -- bench/sim_calibrate.lua: copy the folder and edit freely.
 return { target = "sim", name = "2p_GQA_Attention", family = "attention",
   description = "Grouped-query attention",
-  baseline_ms = 3.6, headroom = 2.8, naive = 0.7, compile = 0.001, correct = 0.55, size = 3000,
-  opts = { online_softmax = 0.35, skip_blocks = 0.2, tile_grid = 0.2, double_buffer = 0.15, bf16_io = 0.1 },
+  baseline_ms = 3.6, headroom = 2.66, naive = 0.8, compile = 0.0003, correct = 0.55, size = 3000,
+  insight = 0.85, hint = 0.8, profile_truth = 0.95,
+  opts = { online_softmax = 0.45, double_buffer = 0.15, skip_blocks = 0.15, tile_grid = 0.15, bf16_io = 0.1 },
   tune = { best = 512, gain = 1.12, max = 1024 } }

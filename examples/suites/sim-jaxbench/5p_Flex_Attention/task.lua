@@ -3,6 +3,7 @@
 -- bench/sim_calibrate.lua: copy the folder and edit freely.
 return { target = "sim", name = "5p_Flex_Attention", family = "attention",
   description = "Attention with a score-modifying function and a block mask",
-  baseline_ms = 4.4, headroom = 3.0, naive = 0.7, compile = 0.001, correct = 0.55, size = 3200,
-  opts = { online_softmax = 0.35, skip_blocks = 0.2, tile_grid = 0.2, double_buffer = 0.15, bf16_io = 0.1 },
+  baseline_ms = 4.4, headroom = 2.84, naive = 0.8, compile = 0.0003, correct = 0.55, size = 3200,
+  insight = 0.85, hint = 0.8, profile_truth = 0.95,
+  opts = { online_softmax = 0.45, double_buffer = 0.15, skip_blocks = 0.15, tile_grid = 0.15, bf16_io = 0.1 },
   tune = { best = 512, gain = 1.12, max = 1024 } }

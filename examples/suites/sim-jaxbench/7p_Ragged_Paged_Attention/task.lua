@@ -3,6 +3,7 @@
 -- bench/sim_calibrate.lua: copy the folder and edit freely.
 return { target = "sim", name = "7p_Ragged_Paged_Attention", family = "paged",
   description = "Ragged paged attention: mixed prefill and decode sequences",
-  baseline_ms = 3.1, headroom = 1.5, naive = 0.5, compile = 0.001, correct = 0.55, size = 3600,
-  opts = { scalar_prefetch = 0.35, skip_blocks = 0.25, double_buffer = 0.2, group_tiles = 0.1, tile_grid = 0.1 },
+  baseline_ms = 3.1, headroom = 1.748, naive = 0.25, compile = 0.0003, correct = 0.55, size = 3600,
+  insight = 0.2, hint = 0.4, profile_truth = 0.3,
+  opts = { scalar_prefetch = 0.6708, skip_blocks = 0.4472, double_buffer = 0.3873, group_tiles = 0.3162, tile_grid = 0.3162 },
   tune = { best = 256, gain = 1.1, max = 1024 } }

@@ -17,6 +17,7 @@
 --- share of disturbed runs, `outliers`). docs/simulator.md documents each
 --- parameter and what the simulation cannot tell.
 local kernel = require("mk.services.sim.kernel")
+local rng = require("mk.services.rng")
 
 local M = {}
 
@@ -32,19 +33,21 @@ M.DEFAULTS = {
   fix = 0.5,             -- P(a fix repairs the error it is shown)
   fix_new = 0.08,        -- P(a fix adds another compile error)
   break_compile = 0.2,   -- P(a change of complexity 1 adds a compile error; x complexity 1-3)
-  break_correct = 0.1,   -- P(a change of complexity 1 makes results wrong; x complexity)
+  break_correct = 0.05,  -- P(a change of complexity 1 makes results wrong; x complexity)
   crash = 0.03,          -- P(a change adds an out-of-bounds crash)
-  heldout = 0.02,        -- P(a change is wrong only on held-out shapes)
-  botch = 0.2,           -- P(an optimisation is implemented badly)
+  heldout = 0.004,       -- P(a change is wrong only on held-out shapes)
+  botch = 0.12,          -- P(an optimisation is implemented badly)
   botch_cost = 0.15,     -- quality a botched optimisation costs
   useless_cost = 0.03,   -- quality an optimisation the task has no use for costs (overhead)
-  insight = 0.5,         -- P(a plan with no hint or direction picks a useful optimisation)
-  hint = 0.6,            -- P(a plan follows the bottleneck the profile names)
-  direction = 0.7,       -- P(a plan follows the direction it was given (beam))
-  prior_opt = 0.3,       -- P(a fresh kernel applies each useful optimisation)
-  profile_truth = 0.85,  -- P(the profile names the most valuable missing optimisation)
+  insight = 0.4,         -- P(a plan with no hint or direction picks a useful optimisation)
+  hint = 0.5,            -- P(a plan follows the bottleneck the profile names)
+  direction = 0.6,       -- P(a plan follows the direction it was given (beam))
+  prior_opt = 0.35,      -- P(a fresh kernel applies each useful optimisation)
+  profile_truth = 0.6,   -- P(the profile names the most valuable missing optimisation)
   profile_read = 0.9,    -- P(the profile agent passes the profile's bottleneck on)
   tune_good = 0.8,       -- P(the tune agent's values include the best block)
+  run_sd = 0.3,          -- sigma of the run's form: one log-normal factor per run seed (shared by all
+                         -- tasks) on the odds of success (M.for_run), so repeats differ as a whole
   size = 2000,           -- tokens of the real kernel a state stands for
   opts = { tile_grid = 1 }, -- the useful optimisations and their weights (normalised to sum 1)
   tune = { best = 512, gain = 1.1, max = 2048 }, -- best block, the gain it brings, the largest that fits VMEM
@@ -53,6 +56,7 @@ M.DEFAULTS = {
 local PROBS = { "outliers", "compile", "correct", "fix", "fix_new", "break_compile", "break_correct", "crash",
   "heldout", "botch", "insight", "hint", "direction", "prior_opt", "profile_truth", "profile_read", "tune_good" }
 local POSITIVE = { "baseline_ms", "headroom", "naive", "size" }
+local NONNEG = { "noise", "run_sd" }
 
 local function bad(msg) return nil, { kind = "bad_task", message = msg } end
 
@@ -73,12 +77,18 @@ local function checked(spec, path)
   for _, k in ipairs(POSITIVE) do
     if type(p[k]) ~= "number" or p[k] <= 0 then return nil, path .. ": " .. k .. " must be a number > 0" end
   end
-  if type(p.noise) ~= "number" or p.noise < 0 then return nil, path .. ": noise must be >= 0" end
+  for _, k in ipairs(NONNEG) do
+    if type(p[k]) ~= "number" or p[k] < 0 then return nil, path .. ": " .. k .. " must be a number >= 0" end
+  end
   local t = p.tune
   if type(t) ~= "table" or type(t.best) ~= "number" or type(t.gain) ~= "number" or t.gain < 1 then
     return nil, path .. ": tune must be {best = block, gain = number >= 1, max = block}"
   end
   p.tune = { best = t.best, gain = t.gain, max = t.max or 2048 }
+  if p.naive > p.headroom / p.tune.gain then
+    return nil, path .. ": naive must be at most headroom / tune.gain (a kernel with no optimisation cannot beat "
+      .. "the best one)"
+  end
   local total, opts = 0, {}
   for name, w in pairs(p.opts) do
     if not kernel.OPT[name] then return nil, path .. ": opts: unknown optimisation '" .. tostring(name) .. "'" end
@@ -193,6 +203,28 @@ function M.measure(p, lat, r, steady)
   local x = lat * math.exp(p.noise * M.normal(r))
   if not steady and r:float() < p.outliers then x = x * (1.1 + 0.2 * r:float()) end
   return x
+end
+
+--- The parameters as a run with seed `run_seed` sees them: insight, hint
+--- and fix times the run's form, break_compile, break_correct and botch
+--- divided by it, where form = exp(run_sd * z), z ~ N(0, 1) cut at +-2, is drawn from the
+--- seed alone (every task of a repeat shares it); clamped to [0, 1].
+---@param p table task parameters
+---@param run_seed any
+local seen = setmetatable({}, { __mode = "k" }) -- p -> {run_seed -> parameters}
+function M.for_run(p, run_seed)
+  if p.run_sd == 0 or run_seed == nil then return p end
+  seen[p] = seen[p] or {}
+  if seen[p][run_seed] then return seen[p][run_seed] end
+  local z = math.max(-2, math.min(2, M.normal(rng.new("sim-run", run_seed)))) -- no absurd runs
+  local form = math.exp(p.run_sd * z)
+  local q = {}
+  for k, v in pairs(p) do q[k] = v end
+  for _, k in ipairs { "insight", "hint", "fix" } do q[k] = math.min(1, p[k] * form) end
+  for _, k in ipairs { "break_compile", "break_correct", "botch" } do q[k] = math.min(1, p[k] / form) end
+  q.form = form
+  seen[p][run_seed] = q
+  return q
 end
 
 --- The line every output of a simulated run or study carries, or nil:

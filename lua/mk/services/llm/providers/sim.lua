@@ -149,6 +149,7 @@ function M.call(client, req)
     return err("bad_request", "the simulated model answers only tasks of the sim target (targets/sim): "
       .. tostring(meta.task_name) .. ": " .. tostring(perr and perr.message))
   end
+  p = simtask.for_run(p, meta.run_seed) -- the run's form (run_sd), shared by the tasks of a repeat
   local prompt = ""
   for _, m in ipairs(req.messages or {}) do prompt = prompt .. (type(m.content) == "string" and m.content or "") .. "\n" end
   local job = job_of(prompt, meta.agent)
