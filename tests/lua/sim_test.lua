@@ -38,6 +38,15 @@ t.test("a state file reads back as it was written, tunables included", function(
   t.same(kernel.parse(text), st)
 end)
 
+t.test("a parsed state is the caller's own: changing it does not change the next parse of the text", function()
+  local text = "kernel x\nopts tile_grid\nblock 256\n"
+  local a = kernel.parse(text)
+  a.opts[1].botched, a.block = true, 1024
+  local b = kernel.parse(text)
+  t.eq(b.opts[1].botched, false)
+  t.eq(b.block, 256)
+end)
+
 t.test("a state file the format does not have is an error naming the line", function()
   local st, err = kernel.parse("kernel x\nopts tile_grid\nwhatever 3\n")
   t.eq(st, nil)

@@ -149,8 +149,9 @@ end
 ---@param text string
 ---@return table|nil state
 ---@return string|nil err
-function M.parse(text)
-  if type(text) ~= "string" then error("sim.kernel.parse: text must be a string", 2) end
+local parsed = setmetatable({}, { __mode = "v" }) -- text -> state: a prompt shows a kernel many times
+
+local function parse(text)
   local st, lineno = { opts = {}, defects = {}, tunables = {} }, 0
   for line in (text .. "\n"):gmatch("([^\n]*)\n") do
     lineno = lineno + 1
@@ -167,6 +168,15 @@ function M.parse(text)
   end
   if not st.task then return nil, "kernel.sim: no 'kernel <task>' line: not a simulated kernel" end
   return st
+end
+
+function M.parse(text)
+  if type(text) ~= "string" then error("sim.kernel.parse: text must be a string", 2) end
+  local hit = parsed[text]
+  if hit then return M.copy(hit) end
+  local st, err = parse(text)
+  if st then parsed[text] = M.copy(st) end
+  return st, err
 end
 
 --- Write a state as a file (the inverse of parse).
