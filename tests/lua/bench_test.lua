@@ -194,6 +194,14 @@ t.test("a bench is labelled by --label, else its strategy file's stem, never its
   t.ok(not html:find("bandit.lua on suite", 1, true), "a path in the report's title")
 end)
 
+t.test("a run that ended without a correct kernel and without a compiled node did not compile", function()
+  -- the runner's own summary (not read back from disk) carries best = cjson.null, which is truthy in Lua
+  local o = bench.outcome({ status = "no_correct_kernel", best = cjson.null, correct_nodes = 0, compiled_nodes = 0 })
+  t.eq(o.compiled, false)
+  t.eq(o.correct, false)
+  t.eq(bench.outcome({ best = cjson.null, correct_nodes = 0, compiled_nodes = 2 }).compiled, true)
+end)
+
 t.test("bad arguments raise and a bad suite returns bad_suite", function()
   t.raises(function() bench.run { strategy = "beam" } end, "opts.suite")
   t.raises(function() bench.run { suite = suite, strategy = "beam", repeats = 0, runner = fake_runner } end, "repeat")

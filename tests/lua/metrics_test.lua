@@ -175,4 +175,14 @@ t.test("fast_steps drops exactly at each correct speedup", function()
   t.same(metrics.fast_steps({}), { { p = 0, value = 0 }, { p = 2, value = 0 } })
 end)
 
+t.test("repeat_geomeans: the floored geomean of repeat k of every task, a missing or failed run 1.0", function()
+  local rs = { { task = "a", speedups = { 2.0, 0, 1.5 } }, { task = "b", speedups = { 0.5, 4.0 } } }
+  local g = metrics.repeat_geomeans(rs)
+  t.eq(#g, 3)
+  t.near(g[1], math.sqrt(2.0 * 1.0), 1e-12, "a slower kernel is floored at 1.0")
+  t.near(g[2], math.sqrt(1.0 * 4.0), 1e-12, "a run without a correct kernel counts 1.0")
+  t.near(g[3], math.sqrt(1.5 * 1.0), 1e-12, "a task without a third run counts 1.0")
+  t.same(metrics.aggregate(rs).repeat_geomeans, g)
+end)
+
 return t.run()

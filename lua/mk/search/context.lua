@@ -302,7 +302,8 @@ function Ctx:chat(req)
     system = req.system, messages = req.messages, max_tokens = req.max_tokens, temperature = req.temperature,
     thinking = req.thinking,
     sample = h & 0x7fffffff,
-    meta = { agent = req.agent, key = req.key, seed = h, task_dir = self.task.dir, task_name = self.task.name },
+    meta = { agent = req.agent, key = req.key, seed = h, task_dir = self.task.dir, task_name = self.task.name,
+      run_seed = self.seed },
   }
   if not r then
     self:event { type = "llm_error", agent = req.agent, key = req.key, kind = err and err.kind,

@@ -28,6 +28,7 @@ local pool_lib = require("mk.eval.pool")
 local progress_lib = require("mk.services.progress")
 local retrieve = require("mk.services.retrieve")
 local rundir = require("mk.search.rundir")
+local simtask = require("mk.services.sim.task")
 local targets = require("mk.eval.targets")
 local task_lib = require("mk.services.task")
 local util = require("mk.services.util")
@@ -467,6 +468,7 @@ local function write_summary(run, info, task, ctx, best, client, opts, resumed, 
     strategy = info.strategy, task = task.name, status = status, compiled_nodes = compiled,
     best = summarize_node(best, ties) or cjson.null,
     model = info.model, model_label = client.label, seed = info.seed, options = opts,
+    target = task.target, simulation = simtask.note(info.model, { task.target }),
     cost = { input_tokens = spent.input_tokens, output_tokens = spent.output_tokens, usd = spent.usd,
       llm_s = spent.llm_s, device_s = spent.device_s, wall_s = spent.wall_s, calls = calls.calls,
       cached_calls = calls.cached_calls },
@@ -517,8 +519,8 @@ local function execute(o, run, info, resumed)
   local strategy, spath = runner.load_strategy(info.strategy)
   local opts = runner.options(strategy, info.set, spath, o.agents and o.agents.defaults)
   -- real models cache by default (a re-run or resume replays completed calls
-  -- for free); the scripted test model never needs a cache
-  local cache = info.llm_cache or (info.model ~= "scripted" and "rw" or "off")
+  -- for free); the offline models (scripted, sim) never need a cache
+  local cache = info.llm_cache or (llm.offline(info.model) and "off" or "rw")
   local client = make_client(info.model, info.llm_config, cache)
   local progress = progress_lib.new { quiet = o.quiet, json = o.json, label = info.strategy .. " " .. task.name }
   local function note(msg) progress:note(msg) end

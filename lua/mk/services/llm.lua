@@ -6,7 +6,8 @@
 --- Policy lives here: retries with backoff, per-client concurrency and
 --- rate limits, the response cache (record/replay), cost and the ledger.
 --- Wire formats are provider modules in lua/mk/services/llm/providers/
---- (openai, gemini, anthropic, exec, and scripted, the offline test double);
+--- (openai, gemini, anthropic, exec, scripted, the offline test double, and
+--- sim, the simulated model of docs/simulator.md);
 --- other providers register with `llm.register_provider(name, {call = fn,
 --- label = ...})`. Only those names can be given to `llm.client`.
 local cache = require("mk.services.llm.cache")
@@ -18,7 +19,7 @@ local util = require("mk.services.util")
 local llm = {}
 
 -- the shipped providers, loaded on first use (scripted registers itself)
-local BUILTIN = { openai = true, gemini = true, anthropic = true, exec = true, scripted = true }
+local BUILTIN = { openai = true, gemini = true, anthropic = true, exec = true, scripted = true, sim = true }
 local registry = {}
 
 --- Register a provider implemented in Lua (no HTTP needed).
@@ -230,7 +231,8 @@ function llm.client(opts)
     error("llm.client: cache must be 'rw', 'ro' or 'off', got " .. tostring(c.cache), 2)
   end
   c.cache_dir = opts.cache_dir or cache.default_dir()
-  c.price = opts.price or llm.price(c.model)
+  -- a provider that is no vendor's (the simulated model) may name the model it is priced as
+  c.price = opts.price or llm.price(c.model) or (impl.price_model and llm.price(impl.price_model))
   local label = impl.label
   if type(label) == "function" then label = label(c) end
   c.label = opts.label or label or (name .. ":" .. tostring(c.model or ""))
@@ -440,7 +442,8 @@ function Client:chat(req)
   end)
   self.sem:release()
   if not ok then error(resp, 0) end
-  local latency = task.now() - t0
+  -- a provider that simulates its latency (the simulated model) reports it
+  local latency = resp and resp.latency_s or (task.now() - t0)
   if not resp then
     err.attempts = attempts
     err.retryable = nil
@@ -491,6 +494,15 @@ function llm.parse_spec(spec)
   return p, rest
 end
 
+--- Whether the provider of a model spec answers offline (scripted, sim):
+--- its calls are not worth caching.
+---@param spec string
+function llm.offline(spec)
+  if type(spec) ~= "string" or spec == "" then return false end
+  local impl = provider_impl((llm.parse_spec(spec)))
+  return impl ~= nil and impl.offline == true
+end
+
 --- A client from a command-line model spec: "openai:gpt-5",
 --- "gemini:gemini-2.5-pro", "anthropic:claude-sonnet-4-5", "exec:COMMAND",
 --- "scripted", or an alias from the config file. opts: config_file (a Lua
@@ -522,8 +534,8 @@ function llm.from_spec(spec, opts)
     o.command, o.model = rest, rest
   elseif rest and rest ~= "" then
     o.model = rest
-  elseif provider == "scripted" then
-    o.model = o.model or "scripted"
+  elseif provider == "scripted" or provider == "sim" then
+    o.model = o.model or provider
   end
   if not provider_impl(provider) then
     error(input_error(string.format("unknown model provider '%s' in '%s' (known: %s; write PROVIDER:MODEL)",

@@ -151,15 +151,16 @@ end
 ---@param file string
 ---@param target string
 ---@return boolean
+local owners = {} -- file -> the target its notes serve, or false for every target
 function retrieve.for_target(file, target)
-  local tbase = home.path("targets") .. "/"
-  if file:sub(1, #tbase) == tbase then
-    local owner = file:sub(#tbase + 1):match("^([^/]+)/kb/")
-    if owner then return owner == target end
+  local owner = owners[file]
+  if owner == nil then -- asked for every hit of every prompt: worked out once per file
+    local tbase = home.path("targets") .. "/"
+    owner = file:sub(1, #tbase) == tbase and file:sub(#tbase + 1):match("^([^/]+)/kb/")
+      or file:match("/learned/([^/]-)%-%-[^/]*$") or false
+    owners[file] = owner
   end
-  local learned = file:match("/learned/([^/]-)%-%-[^/]*$")
-  if learned then return learned == target end
-  return true
+  return not owner or owner == target
 end
 
 -- Cut text to at most n characters (marker included), at a line end when
@@ -211,7 +212,8 @@ function retrieve.passages(query, opts)
   for _, h in ipairs(hits) do
     if #out == k or (opts.min_score and h.score < opts.min_score) then break end
     -- the same lesson learned by several runs differs only in its time stamp
-    local key = h.title .. "\0" .. h.text:gsub("\n%- recorded: [^\n]*", ""):gsub("\n%- occurrences: [^\n]*", "")
+    local key = h.title .. "\0" .. (h.text:find("\n- ", 1, true) -- only learned notes carry these lines
+      and h.text:gsub("\n%- recorded: [^\n]*", ""):gsub("\n%- occurrences: [^\n]*", "") or h.text)
     if not seen[key] and (not target or retrieve.for_target(h.file, target)) then
       seen[key] = true
       local text, truncated = h.text, false

@@ -62,7 +62,8 @@ local NOT_COMPILED = { compile_error = true, rejected = true }
 -- compiled_nodes when the runner writes it, else node events in
 -- events.jsonl (root/baseline nodes do not count).
 local function run_compiled(summary, run_dir)
-  if summary.best or (tonumber(summary.correct_nodes) or 0) > 0 then return true end
+  -- a summary made in this process has best = cjson.null (truthy) when there is none
+  if type(summary.best) == "table" or (tonumber(summary.correct_nodes) or 0) > 0 then return true end
   if tonumber(summary.compiled_nodes) then return summary.compiled_nodes > 0 end
   local text = run_dir and fs.read(run_dir .. "/events.jsonl")
   if not text then return false end
@@ -96,6 +97,8 @@ function bench.outcome(summary, run_dir)
     nodes = math.tointeger(summary.nodes) or summary.nodes,
     correct_nodes = math.tointeger(summary.correct_nodes) or summary.correct_nodes,
     cost = metrics.sum_costs({ summary.cost }),
+    model_label = summary.model_label, -- "scripted model (...)", "simulated model (...)"
+    simulation = summary.simulation, -- the simulated model's or device's line (mk.services.sim.task.note)
   }
 end
 
@@ -240,6 +243,13 @@ function Bench:write_results(final)
   local results = self.results
   results.tasks = rows
   results.aggregate = metrics.aggregate(rows)
+  for ti = 1, #self.tasks do -- where the figures come from, as the runs said it
+    for k = 1, self.K do
+      local o = self.outcomes[ti][k]
+      results.model_label = results.model_label or (o and o.model_label)
+      results.simulation = results.simulation or (o and o.simulation)
+    end
+  end
   results.runs_done, results.runs_total = self.done, self.total
   results.finished = final and os.date("!%Y-%m-%dT%H:%M:%SZ") or nil
   local ok, err = fs.write(self.out .. "/results.json", cjson.encode(utf8_text.clean(results)), { atomic = true })
@@ -379,6 +389,8 @@ function bench.format(results)
   local w = 4
   for _, r in ipairs(rows) do w = math.max(w, #r.task) end
   local L = {}
+  if results.simulation then L[#L + 1] = results.simulation end
+  if results.model_label then L[#L + 1] = "model: " .. results.model_label end
   local hdr = string.format("%-" .. w .. "s  %-8s %-7s %8s %7s  %-22s %10s %9s %8s %8s",
     "task", "compiled", "correct", "speedup", "runs ok", "speedups of repeats", "tokens", "USD", "device", "wall")
   L[#L + 1] = hdr
@@ -397,6 +409,14 @@ function bench.format(results)
   L[#L + 1] = string.rep("-", #hdr)
   L[#L + 1] = string.format("geomean speedup %s (failed tasks = 1.0)   |   floored at 1.0: %s",
     fx(a.geomean_speedup), fx(a.geomean_speedup_floored))
+  local rg = a.repeat_geomeans or {}
+  if #rg > 1 then
+    local lo, hi, shown = math.huge, -math.huge, {}
+    for i, g in ipairs(rg) do
+      lo, hi, shown[i] = math.min(lo, g), math.max(hi, g), string.format("%.2f", g)
+    end
+    L[#L + 1] = string.format("floored geomean of each repeat: %s (range %.2f-%.2f)", table.concat(shown, " "), lo, hi)
+  end
   local fp = {}
   for _, p in ipairs(metrics.P) do
     local name = metrics.p_name(p)

@@ -258,6 +258,27 @@ function metrics.task_row(task, runs)
   }
 end
 
+--- The floored geomean of each repeat index: repeat k of every task as if
+--- it were the only run (a task without a k-th run, or without a correct
+--- kernel in it, counts 1.0). The spread a bench of one repeat could have
+--- shown: the published protocol reports it as a band over repeats.
+---@param rows table[] task rows (their `speedups`, one per repeat, 0 = no correct kernel)
+---@return number[] one geomean per repeat index
+function metrics.repeat_geomeans(rows)
+  local k = 0
+  for _, r in ipairs(rows) do k = math.max(k, #(r.speedups or {})) end
+  local out = {}
+  for i = 1, k do
+    local xs = {}
+    for j, r in ipairs(rows) do
+      local s = (r.speedups or {})[i]
+      xs[j] = (valid_speedup(s) and r.timing_kind ~= "interpret") and math.max(1.0, s) or 1.0
+    end
+    out[i] = metrics.geomean(xs)
+  end
+  return out
+end
+
 --- Aggregate metrics over task rows: counts, both geomeans, fast_p, cost.
 ---@param rows table[]
 ---@return table
@@ -276,6 +297,7 @@ function metrics.aggregate(rows)
     correct = correct,
     geomean_speedup = metrics.geomean_speedup(rows),
     geomean_speedup_floored = metrics.geomean_speedup(rows, 1.0),
+    repeat_geomeans = metrics.repeat_geomeans(rows), -- floored, one per repeat index
     fast_p = fast,
     fast_p_points = curve,
     cost = metrics.sum_costs(costs),

@@ -647,6 +647,7 @@ local function run_sub(run)
   add("strategy", s.strategy or r.strategy)
   add("task", s.task or r.task)
   add("model", s.model_label or s.model or r.model) -- the label says when it is the scripted test double
+  add("simulation", s.simulation) -- a simulated model or device (docs/simulator.md)
   local seed = s.seed or r.seed
   add("seed", math.tointeger(seed) or seed)
   add("status", s.status or r.status or (run.summary and "" or "running / unfinished"))
@@ -838,7 +839,8 @@ function report.html(data)
     local r = data.results
     local title = string.format("%s on suite %s", r.label or r.strategy or "?", r.suite_name or r.suite or "?")
     local bits = { "bench, " .. #(r.tasks or {}) .. " tasks × " .. fmt_count(r["repeat"]) .. " repeats" }
-    if r.model then bits[#bits + 1] = "model <b>" .. esc(r.model) .. "</b>" end
+    if r.simulation then bits[#bits + 1] = "<b>" .. esc(r.simulation) .. "</b>" end
+    if r.model then bits[#bits + 1] = "model <b>" .. esc(r.model_label or r.model) .. "</b>" end
     if r.started then bits[#bits + 1] = "started " .. esc(r.started) end
     if num(r.runs_done) and num(r.runs_total) and r.runs_done < r.runs_total then
       bits[#bits + 1] = string.format("<b>incomplete: %s of %s runs done</b> (tasks without a finished run count as failed)",

@@ -10,6 +10,7 @@ local fs = require("mk.fs")
 
 local M = {
   label = "scripted model (offline test double, not a real LLM)",
+  offline = true, -- no network, nothing worth caching
 }
 
 local banks = {}

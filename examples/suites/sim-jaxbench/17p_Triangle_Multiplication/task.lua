@@ -1,0 +1,9 @@
+-- A simulated task (targets/sim), named after JAXBench's 17p_Triangle_Multiplication (its name only). Its own
+-- parameters; every other one takes the default of docs/simulator.md. Written by
+-- bench/sim_calibrate.lua: copy the folder and edit freely.
+return { target = "sim", name = "17p_Triangle_Multiplication", family = "gemm_reduce",
+  description = "Triangle multiplicative update",
+  baseline_ms = 5.9, headroom = 1.932, naive = 0.25, compile = 0.0003, correct = 0.55, size = 2800,
+  insight = 0.2, hint = 0.4, profile_truth = 0.3,
+  opts = { fuse_chain = 0.7071, tile_grid = 0.3873, vmem_accumulate = 0.3873, fuse_epilogue = 0.3162, grid_order = 0.3162 },
+  tune = { best = 512, gain = 1.1, max = 2048 } }

@@ -1,0 +1,8 @@
+-- A simulated task (targets/sim), named after JAXBench's 34k_Conv2d_Activation_BatchNorm (its name only). Its own
+-- parameters; every other one takes the default of docs/simulator.md. Written by
+-- bench/sim_calibrate.lua: copy the folder and edit freely.
+return { target = "sim", name = "34k_Conv2d_Activation_BatchNorm", family = "conv",
+  description = "Conv2d, activation, batch norm",
+  baseline_ms = 1.5, headroom = 0.85, naive = 0.4, compile = 0.0003, correct = 0.55, size = 2400,
+  opts = { emit_pipeline = 0.3, tile_grid = 0.3, fuse_epilogue = 0.2, vmem_accumulate = 0.2 },
+  tune = { best = 256, gain = 1.1, max = 1024 } }
