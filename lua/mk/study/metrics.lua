@@ -18,6 +18,8 @@
 ---   * A row with `timing_kind = "interpret"` (a kernel run by an interpreter on
 ---     the host, e.g. Pallas TPU interpret mode) has no kernel timing: its
 ---     speedup counts 1.0 in the geomeans and only towards fast_0.
+local figure = require("mk.search.figure")
+
 local metrics = {}
 
 metrics.P = { 0, 1, 1.5, 2 }
@@ -213,15 +215,9 @@ function metrics.median_run(runs)
   return runs[i], i
 end
 
---- The median of a list of numbers (mean of the two middle values when even).
-function metrics.median(xs)
-  if #xs == 0 then return nil end
-  local s = table.move(xs, 1, #xs, 1, {})
-  table.sort(s)
-  local n = #s
-  if n % 2 == 1 then return s[(n + 1) // 2] end
-  return (s[n // 2] + s[n // 2 + 1]) / 2
-end
+--- The median of a list of numbers (mean of the two middle values when
+--- even; nil for an empty list): a kernel's figure takes the same one.
+metrics.median = figure.median
 
 --- Build the task row of one task from its repeats (run outcomes, each
 --- `{correct, compiled, speedup, latency_s, cost, run_dir, ...}`).
