@@ -185,6 +185,12 @@ t.test("a bench on the simulated suite says it is a simulation in its table", fu
   t.contains(text, "SIMULATION: simulated model and device")
   t.contains(text, "model: simulated model")
   t.contains(text, "floored geomean of each repeat")
+  -- and so does compare, over two such benches
+  assert(bench.run { suite = SUITE, strategy = "zeroshot", repeats = 2, model = "sim", set = { n = 3 },
+    out = tmp .. "/bench3", tasks = { "12p_RMSNorm", "18k_Conv2D_ReLU_BiasAdd" } })
+  local compare = require "mk.study.compare"
+  local strategies = assert(compare.load { tmp .. "/bench3", tmp .. "/bench" })
+  t.contains(compare.format(assert(compare.run(strategies, { n = 50 }))), "SIMULATION: simulated model and device")
 end)
 
 t.test("the simulated model refuses a task that is not a sim task", function()

@@ -637,6 +637,7 @@ function compare.run(strategies, opts)
     sides[si] = side
     result.strategies[si] = {
       name = s.label, strategy = s.strategy, dir = s.dir, suite = s.suite, model = s.model, tasks = #tl,
+      simulation = s.results and s.results.simulation, -- a simulated bench (docs/simulator.md)
       runs = runs, compiled = agg.compiled, correct = agg.correct, geomean_speedup = agg.geomean_speedup,
       geomean_speedup_floored = agg.geomean_speedup_floored, fast_p = agg.fast_p,
       spent = spent, spent_within_budget = spent_cut, runs_cut = cut_runs, unverified_runs = unverified,
@@ -755,7 +756,7 @@ end
 function compare.notes(strategies)
   local out = {}
   for _, s in ipairs(strategies) do -- simulated benches say so (mk.services.sim.task.note)
-    if s.results and s.results.simulation then out[#out + 1] = s.results.simulation break end
+    if s.simulation then out[#out + 1] = s.simulation break end
   end
   local budget_note = compare.run_budget_note(strategies)
   if budget_note then out[#out + 1] = budget_note end
