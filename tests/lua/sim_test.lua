@@ -193,6 +193,17 @@ t.test("a bench on the simulated suite says it is a simulation in its table", fu
   t.contains(compare.format(assert(compare.run(strategies, { n = 50 }))), "SIMULATION: simulated model and device")
 end)
 
+t.test("a sweep's table opens with the simulation line when an entry is simulated", function()
+  local sweep = require "mk.study.sweep"
+  local note = simtask.note("sim", { "sim" })
+  t.contains(note, "SIMULATION: simulated model and device")
+  t.eq(simtask.note("openai:gpt-5", { "sim" }):match("simulated (%a+)"), "device", "a real model on a sim task")
+  t.eq(simtask.note("scripted", { "c" }), nil)
+  local text = sweep.format { entries = { { index = 1, kind = "run", label = "a", summary = { simulation = note,
+    nodes = 3, correct_nodes = 1, cost = {} } } } }
+  t.eq(text:match("^[^\n]+"), note)
+end)
+
 t.test("the simulated model refuses a task that is not a sim task", function()
   local prov = require "mk.services.llm.providers.sim"
   local r, err = prov.call({ model = "sim" }, { messages = { { role = "user", content = "hi" } },
