@@ -204,6 +204,24 @@ t.test("a sweep's table opens with the simulation line when an entry is simulate
   t.eq(text:match("^[^\n]+"), note)
 end)
 
+t.test("the simulated model's latency is recorded, and slept only when the client asks (sim_sleep)", function()
+  local prov = require "mk.services.llm.providers.sim"
+  local task_lib = require "mk.services.task"
+  local slept = {}
+  local sleep = task_lib.sleep
+  task_lib.sleep = function(s) slept[#slept + 1] = s end
+  local req = { messages = { { role = "user", content = "Write an optimisation plan for the next version" } },
+    meta = { task_dir = fs.realpath(SUITE .. "/12p_RMSNorm"), task_name = "12p_RMSNorm", seed = 7, agent = "plan" } }
+  local a = prov.call({ model = "sim" }, req)
+  local b = prov.call({ model = "sim", sim_sleep = 0.5 }, req)
+  task_lib.sleep = sleep
+  t.ok(a.latency_s > 1, "a simulated latency: time to first token and ~70 tokens/s")
+  t.eq(b.latency_s, a.latency_s)
+  t.eq(#slept, 1, "slept once: only the client with sim_sleep")
+  t.near(slept[1], 0.5 * a.latency_s, 1e-12)
+  t.contains(a.text, "[sim:opt=")
+end)
+
 t.test("the simulated model refuses a task that is not a sim task", function()
   local prov = require "mk.services.llm.providers.sim"
   local r, err = prov.call({ model = "sim" }, { messages = { { role = "user", content = "hi" } },
