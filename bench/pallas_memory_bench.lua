@@ -28,7 +28,7 @@ local function harness_processes()
     if p:match("^%d+$") then
       local cmd = fs.read("/proc/" .. p .. "/cmdline") or ""
       local argv0 = cmd:match("^[^%z]*") or ""
-      if cmd:find("harness.py\0worker\0--inbox\0" .. marker, 1, true) and not argv0:find("mk%-exec$")
+      if cmd:find("harness\0worker\0--inbox\0" .. marker, 1, true) and not argv0:find("mk%-exec$")
           and not argv0:find("bwrap$") then
         local status = fs.read("/proc/" .. p .. "/status") or ""
         out[tonumber(p)] = (tonumber(status:match("VmRSS:%s*(%d+)")) or 0) / 1024

@@ -7,11 +7,11 @@ A Pallas kernel copies N pages of 8 x 128 float32 one after another from
 HBM into a two-slot VMEM buffer (start, wait, read), the shape of a paged
 attention's page loop. It prints the milliseconds per copy of one call
 (after a call that compiles it) with race detection off and on: on, with
-the harness's vectorised checks (targets/pallas/harness.py
+the harness's vectorised checks (targets/pallas/harness/races.py
 _fast_race_checks), or with JAX's own (--jax-own), whose cost grows with
 the copies before. Runs on the CPU."""
 
-import importlib.util
+import importlib
 import os
 import sys
 import time
@@ -24,12 +24,10 @@ from jax.experimental.pallas import tpu as pltpu
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def harness():
-    spec = importlib.util.spec_from_file_location("harness", os.path.join(HERE, "..", "targets", "pallas",
-                                                                          "harness.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def races():
+    """The harness's race checks (targets/pallas/harness/races.py)."""
+    sys.path.insert(0, os.path.join(HERE, "..", "targets", "pallas"))
+    return importlib.import_module("harness.races")
 
 
 def kernel(x_hbm, o_ref, buf, sem):
@@ -59,7 +57,7 @@ def ms_per_copy(n, races):
 def main(argv):
     sizes = [int(v) for v in (argv[0].split(",") if argv and not argv[0].startswith("-") else ["200", "800", "1600"])]
     own = "--jax-own" in argv
-    if not own and not harness()._fast_race_checks():
+    if not own and not races()._fast_race_checks():
         sys.exit("the harness's race checks do not fit this JAX")
     print("machine: load %.2f %.2f %.2f" % os.getloadavg())
     print("race checks: %s" % ("JAX's own" if own else "vectorised (harness)"))

@@ -12,12 +12,13 @@ page each time.
 cpu: `mkengine run beam tests/tasks/rmsnorm_small --model scripted` (width 2,
 depth 2) with and without `--ui`, alternating, REPEATS each (default 2); with
 --ui a Chromium page is open on the run for its whole life. The figure is
-the engine process's own CPU (utime + stime of /proc/PID/stat, sampled until
-it exits: compilers and candidates are other processes and not counted).
+the engine process's own CPU (its threads' schedstat, sampled every 10 ms
+until it exits: compilers and candidates are other processes and not
+counted).
 Runs vary by tens of percent on a loaded machine, more than the viewer
 costs; the steadier figure is the viewer's own share, which `run --ui`
-prints at its end (CPU of the viewer's Lua work and of the HTTP library,
-against the engine's os.clock()).
+prints at its end (CPU of the viewer's Lua work, loading its modules
+included, and of the HTTP library, against the engine's os.clock()).
 """
 import os
 import re
@@ -29,12 +30,12 @@ import tempfile
 import threading
 import time
 
+from selenium import webdriver  # Debian's python3-selenium
+from selenium.webdriver.chrome.service import Service
+
 HOME = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("MKENGINE_BUILD", os.path.join(HOME, "build"))
 MK = os.path.join(BUILD, "mkengine")
-
-from selenium import webdriver  # noqa: E402  (Debian's python3-selenium)
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 
 
 def browser():
@@ -85,7 +86,7 @@ def page(n):
     try:
         for _ in range(3):
             t0 = time.monotonic()
-            d.get(url + "run/")
+            d.get(url)  # serve of a run prints its page
             d.execute_async_script(USABLE, n)
             loads.append(time.monotonic() - t0)
             b1 = task_s()  # the counter starts again with each document
@@ -108,17 +109,19 @@ def page(n):
 
 
 def engine_cpu(pid, proc):
-    """The engine's own CPU seconds, last sample before it exited."""
-    hz = os.sysconf("SC_CLK_TCK")
+    """The engine's own CPU seconds (its threads' time on a CPU, in ns, from
+    /proc/PID/task/*/schedstat), the last sample before it exited."""
     last = 0.0
     while proc.poll() is None:
         try:
-            with open("/proc/%d/stat" % pid) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            last = (int(fields[11]) + int(fields[12])) / hz
-        except (OSError, IndexError):
+            total = 0
+            for tid in os.listdir("/proc/%d/task" % pid):
+                with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                    total += int(f.read().split()[0])
+            last = total / 1e9
+        except (OSError, IndexError, ValueError):
             pass
-        time.sleep(0.05)
+        time.sleep(0.01)
     return last
 
 
@@ -139,11 +142,15 @@ def one_run(ui):
                 d.get(m.group(1))
                 break
 
+    tail = []
+
     def drain():
         for line in p.stderr:
-            m = re.search(r"the viewer used (\d+) ms of CPU, ([0-9.]+) %", line)
+            tail[:] = (tail + [line.rstrip()])[-5:]
+            m = re.search(r"the viewer used ([0-9.]+) ms of CPU \(loading it ([0-9.]+), "
+                          r"the HTTP library ([0-9.]+)\), ([0-9.]+) %", line)
             if m:
-                share.append((int(m.group(1)), float(m.group(2))))
+                share.append(tuple(float(x) for x in m.groups()))
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
     t0 = time.monotonic()
@@ -153,9 +160,12 @@ def one_run(ui):
     if d:
         d.quit()
     shutil.rmtree(tmp, ignore_errors=True)
+    if p.returncode != 0:  # a run that failed measures nothing: left out, and said
+        print("  a run%s exited %d, left out: %s" % (" with --ui" if ui else "", p.returncode, " | ".join(tail)))
+        return None
     if ui and share:
-        print("  viewer: %d ms CPU, %.2f %% of the engine's" % share[0])
-        one_run.shares.append(share[0][1])
+        print("  viewer: %.2f ms CPU (loading it %.2f, HTTP library %.2f), %.2f %% of the engine's" % share[0])
+        one_run.shares.append(share[0])
     return cpu, wall
 
 
@@ -165,18 +175,24 @@ one_run.shares = []
 def cpu(repeats):
     plain, viewed = [], []
     for _ in range(repeats):
-        plain.append(one_run(False))
-        viewed.append(one_run(True))
+        for out, ui in ((plain, False), (viewed, True)):
+            r = one_run(ui)
+            if r:
+                out.append(r)
     a = statistics.median(c for c, _ in plain)
     b = statistics.median(c for c, _ in viewed)
     print("engine CPU without the page: %s; walls %s" % (fmt([c for c, _ in plain], "s"), [round(w) for _, w in plain]))
     print("engine CPU with the page open: %s; walls %s" % (fmt([c for c, _ in viewed], "s"), [round(w) for _, w in viewed]))
     print("difference of the medians: %+.1f %%" % ((b - a) / a * 100))
     if one_run.shares:
-        print("the viewer's own share of the engine CPU: %s" % fmt(one_run.shares, "%"))
+        print("the viewer's own share of the engine CPU: %s" % fmt([s[3] for s in one_run.shares], "%"))
+        print("  its CPU: %s, of which loading it %s and the HTTP library %s" % (
+            fmt([s[0] for s in one_run.shares], "ms"), fmt([s[1] for s in one_run.shares], "ms"),
+            fmt([s[2] for s in one_run.shares], "ms")))
 
 
 if __name__ == "__main__":
+    print("machine: load %s" % open("/proc/loadavg").read().split()[:3])
     what = sys.argv[1] if len(sys.argv) > 1 else "page"
     if what == "page":
         page(int(sys.argv[2]) if len(sys.argv) > 2 else 10000)

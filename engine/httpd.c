@@ -11,7 +11,10 @@
  * headers)` or opens a stream with `req:stream(status, headers)` (Server-
  * Sent Events: `stream:send(text)` appends, `stream:close()` ends), and
  * the connection is resumed. A stream with nothing to send is suspended
- * inside MHD's content reader, so an idle page costs nothing.
+ * inside MHD's content reader, so an idle page costs nothing. A send may
+ * be held for a while (`stream:send(text, within_s)`): every stream held
+ * is resumed by one timer, so sends that come close together cost the
+ * loop and the library one write, not one each.
  *
  * A request is owned by MHD (until its "completed" notice) and by its Lua
  * userdata (until __gc); it is freed when both let go. A request the Lua
@@ -38,6 +41,8 @@ typedef struct server {
   struct MHD_Daemon *d;
   uv_poll_t poll;
   uv_timer_t timer;
+  uv_timer_t hold;   /* resumes the streams whose sends are held */
+  uint64_t hold_due; /* loop time it fires at (0: not armed) */
   hreq *head, *tail; /* complete requests no task has taken yet */
   hreq *all;         /* every request alive (to resume them at close) */
   next_op *waiter;
@@ -53,6 +58,7 @@ struct hreq {
   server *srv;
   struct MHD_Connection *conn; /* NULL once MHD is done with it */
   int state, suspended, refs, too_big;
+  int held; /* stream: sent bytes wait for the server's hold timer */
   char *method, *url;
   mk_buf headers; /* "name\0value\0" (names lower case) */
   mk_buf query;   /* "name\0value\0" */
@@ -108,6 +114,32 @@ static void req_resume(hreq *r) {
   r->suspended = 0;
   MHD_resume_connection(r->conn);
   if (!r->srv->closed && !uv_is_closing((uv_handle_t *)&r->srv->timer)) uv_timer_start(&r->srv->timer, on_timer, 0, 0);
+}
+
+/* The hold timer: what was held goes out now. */
+static void on_hold(uv_timer_t *t) {
+  server *s = t->data;
+  s->hold_due = 0;
+  for (hreq *r = s->all; r; r = r->next_all) {
+    if (!r->held) continue;
+    r->held = 0;
+    req_resume(r);
+  }
+}
+
+/* Resume r's connection within ms milliseconds, with every other stream
+ * held until then. */
+static void req_hold(hreq *r, uint64_t ms) {
+  server *s = r->srv;
+  if (s->closed || uv_is_closing((uv_handle_t *)&s->hold)) {
+    req_resume(r);
+    return;
+  }
+  r->held = 1;
+  uint64_t due = uv_now(s->hold.loop) + ms;
+  if (s->hold_due && s->hold_due <= due) return;
+  s->hold_due = due;
+  uv_timer_start(&s->hold, on_hold, ms, 0);
 }
 
 /* The server's memory goes once its handles are closed and no request
@@ -315,8 +347,9 @@ static int l_listen(lua_State *L) {
   uv_loop_t *loop = mk_loop(L);
   uv_poll_init(loop, &s->poll, ep->epoll_fd);
   uv_timer_init(loop, &s->timer);
-  s->poll.data = s->timer.data = s;
-  s->handles = 2;
+  uv_timer_init(loop, &s->hold);
+  s->poll.data = s->timer.data = s->hold.data = s;
+  s->handles = 3;
   uv_poll_start(&s->poll, UV_READABLE, on_poll);
   *box = s;
   srv_pump(s);
@@ -433,6 +466,7 @@ static void srv_close(server *s, int loop_alive) {
   if (loop_alive) {
     uv_close((uv_handle_t *)&s->poll, on_handle_closed);
     uv_close((uv_handle_t *)&s->timer, on_handle_closed);
+    uv_close((uv_handle_t *)&s->hold, on_handle_closed);
   }
 }
 
@@ -525,11 +559,14 @@ static int r_stream(lua_State *L) {
   return 1;
 }
 
-/* stream:send(text) -> true | false (the client went away) */
+/* stream:send(text [, within_s]) -> true | false (the client went away).
+ * within_s > 0: the text may wait that long, to go out with later sends. */
 static int r_send(lua_State *L) {
   hreq *r = check_req(L);
   size_t n;
   const char *p = luaL_checklstring(L, 2, &n);
+  lua_Number within = luaL_optnumber(L, 3, 0);
+  luaL_argcheck(L, within >= 0 && within <= 60, 3, "within_s must be 0..60 seconds");
   if (r->state != R_STREAM) return luaL_error(L, "httpd: send needs req:stream() first");
   if (!r->conn || r->out_closed) {
     lua_pushboolean(L, 0);
@@ -540,7 +577,13 @@ static int r_send(lua_State *L) {
     return 1;
   }
   if (mk_buf_add(&r->out, p, n) != 0) return luaL_error(L, "httpd: out of memory");
-  req_resume(r);
+  uint64_t ms = (uint64_t)(within * 1000 + 0.5);
+  if (ms > 0) {
+    req_hold(r, ms);
+  } else {
+    r->held = 0;
+    req_resume(r);
+  }
   lua_pushboolean(L, 1);
   return 1;
 }

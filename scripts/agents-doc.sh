@@ -27,7 +27,7 @@ written by `--dump-prompts`: the step key, the sampling settings, the system
 prompt (with the facts the C target read from this machine and the task's
 sizes) and the user prompt. The templates are `lua/agents/prompts/*.txt`,
 the target's part `targets/c/persona.lua` and `facts()` in
-`targets/c/target.lua`; the agents are described in `docs/api/agents.md`.
+`targets/c/machine.lua`; the agents are described in `docs/api/agents.md`.
 HEAD
   for agent in tests plan implement fix tune profile; do
     f=$(ls "$tmp/prompts" | grep -- "-$agent.txt\$" | head -n 1)

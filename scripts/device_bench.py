@@ -30,7 +30,8 @@ import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "targets", "pallas"))
-import harness as H  # after sys.path names the harness's folder
+import harness as H  # the package targets/pallas/harness/, after sys.path names its parent
+from harness import arrays, jaxcall, protocol
 
 
 def banks():
@@ -54,8 +55,8 @@ def banks():
 
 
 def reference_outputs(jax, task, ref, dyn, statics):
-    want = [H._to_numpy(o) for o in H._leaves(jax.jit(H.entry_fn(task, ref, statics))(*dyn))]
-    return [w.astype("float32") if str(w.dtype) in H._EXOTIC else w for w in want]
+    want = [jaxcall._to_numpy(o) for o in jaxcall._leaves(jax.jit(H.entry_fn(task, ref, statics))(*dyn))]
+    return [w.astype("float32") if str(w.dtype) in arrays._EXOTIC else w for w in want]
 
 
 def check_kernel(jax, task, path, dyn, statics, want, mode="off"):
@@ -73,8 +74,8 @@ def check_kernel(jax, task, path, dyn, statics, want, mode="off"):
         if verdict:
             k.update(status="incorrect", reason=verdict["reason"], message=verdict["message"][:300])
             return k, None
-        got = [H._to_numpy(o) for o in H._leaves(out)]
-        got = [g.astype("float32") if str(g.dtype) in H._EXOTIC else g for g in got]
+        got = [jaxcall._to_numpy(o) for o in jaxcall._leaves(out)]
+        got = [g.astype("float32") if str(g.dtype) in arrays._EXOTIC else g for g in got]
         c = H.compare_outputs(got, want, task["tolerance"]["atol"], task["tolerance"]["rtol"])
         if not c["ok"]:
             k.update(status="incorrect", reason=c["reason"], message=c["message"][:300])
@@ -98,7 +99,7 @@ def main():
     a = p.parse_args()
     if a.backend in ("triton", "mosaic_gpu"):
         os.environ["JAX_PALLAS_USE_MOSAIC_GPU"] = "1" if a.backend == "mosaic_gpu" else "0"
-    jax = H._jax()
+    jax = jaxcall._jax()
     jax.config.update("jax_pallas_use_mosaic_gpu", a.backend == "mosaic_gpu")
     info = H.device_info(jax)
     result = {"backend": a.backend, "device": info, "tasks": {}}
@@ -129,7 +130,7 @@ def main():
                     k.update(status="crash", message=("%s: %s" % (type(e).__name__, e))[:400])
     result["wall_s"] = time.time() - t_start
     with open(a.out, "w") as f:
-        json.dump(H._clean(result), f, indent=1, default=H._json_default)
+        json.dump(protocol._clean(result), f, indent=1, default=protocol._json_default)
     print("backend %s on %s (%s), %.0f s" % (a.backend, info["device_kind"], info["platform"], result["wall_s"]))
     for key, row in result["tasks"].items():
         print("  %s: XLA %.4g ms (%s)" % (key, row["baseline_s"] * 1e3, row["baseline_method"]))

@@ -28,7 +28,7 @@ mkdir -p "$LOG"
 WORK=$(mktemp -d /tmp/mk-device-check.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
-H=targets/pallas/harness.py
+H=targets/pallas/harness  # a package, run as a folder
 TASK=examples/tasks/pallas/rmsnorm
 BANK=$TASK/scripted
 NATIVE=(--interpret off)

@@ -19,10 +19,13 @@ function req:respond(status, body, headers) end
 --- Start a streamed reply (chunked, e.g. Server-Sent Events).
 ---@return boolean
 function req:stream(status, headers) end
---- Append to a stream; false once the client went away.
+--- Append to a stream; false once the client went away. With within_s > 0
+--- the text may wait that long, to go out in one write with later sends
+--- (of this stream or another: one timer resumes them all).
 ---@param text string
+---@param within_s number|nil 0..60 (default 0: at once)
 ---@return boolean
-function req:send(text) end
+function req:send(text, within_s) end
 --- End a stream.
 function req:close() end
 --- Whether the stream's client is still there.

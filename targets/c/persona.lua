@@ -2,7 +2,7 @@
 --- language, the rules a candidate must follow, the tunables syntax, what a
 --- plan must settle and how tuning works. Edit freely; the prompt tests
 --- check that every target has the required fields. The measured facts
---- (cores, ISA, caches, sizes) come from facts() in target.lua.
+--- (cores, ISA, caches, sizes) come from facts() in machine.lua.
 return {
   target_desc = "a multi-core x86-64 CPU, in C11 with OpenMP (compiled with cc -O3 -march=native -fopenmp)",
   lang = "c",

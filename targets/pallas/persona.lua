@@ -1,10 +1,10 @@
 --- What the sub-agents tell a model about the Pallas target: the hardware,
 --- the language, the rules a candidate must follow (the allowed imports are
---- those targets/pallas/harness.py's scan_candidate accepts), the
+--- those targets/pallas/harness/screen.py's scan_candidate accepts), the
 --- tunables syntax, a kernel skeleton, what a plan must settle and how
 --- tuning injects values. Edit freely; the prompt tests check that every
 --- target has the required fields. The device, versions and chip figures
---- come from facts() in target.lua (table: tpu_chips.lua).
+--- come from facts() in facts.lua (table: tpu_chips.lua).
 return {
   target_desc = "accelerators (TPU, or GPU where the facts below say so), in JAX with Pallas kernels "
     .. "(jax.experimental.pallas)",

@@ -1,7 +1,7 @@
 --- targets/pallas/sessions.lua: the Pallas target's harness processes.
 ---
 --- A candidate's steps that import JAX (compile, run, bench, profile) run in
---- order in one harness process of its own (`harness.py worker --session`):
+--- order in one harness process of its own (`harness worker --session`):
 --- started before the candidate came, from a pool refilled in the
 --- background, it has imported JAX (and, once the engine knows the host is
 --- no TPU, initialised its backend), serves that one candidate's steps as
@@ -146,10 +146,10 @@ end
 
 -- One step in worker w: a proc.run-like result, or nil when w had ended
 -- before it began the step (nothing ran: the caller tries another).
-local function step(w, args, cwd, timeout)
+local function step(w, args, cwd, timeout, env)
   local task = require "mk.services.task"
   local errf = w.dir .. "/step.stderr"
-  if not w.child:write(cjson.encode { argv = args, cwd = cwd, stderr = errf } .. "\n") then return nil end
+  if not w.child:write(cjson.encode { argv = args, cwd = cwd, stderr = errf, env = env } .. "\n") then return nil end
   local t0 = task.now()
   local function read() return w.child:read_line() end
   local done, line = task.timeout(timeout, read)
@@ -191,8 +191,9 @@ local function move_back(from, to)
   end
 end
 
--- Run the step in w, its paths rewritten for a sandboxed worker.
-local function run_in(w, argv, opts, timeout)
+-- Run the step in w, its paths rewritten for a sandboxed worker; `env`:
+-- the step's own environment (its memory limit), set for it alone.
+local function run_in(w, argv, opts, timeout, env)
   local args, cwd = { table.unpack(argv, 3) }, opts.cwd or fs.realpath(".")
   local wd = opts.sandbox and opts.sandbox.workdir
   if wd then
@@ -203,7 +204,7 @@ local function run_in(w, argv, opts, timeout)
     cwd = w.dir
   end
   w.busy = true
-  local ok, r = pcall(step, w, args, cwd, timeout)
+  local ok, r = pcall(step, w, args, cwd, timeout, env)
   w.busy = false
   if wd and not w.stopped then move_back(w.dir, wd) end
   if not ok then -- cancelled (or a bug): the process goes with it
@@ -249,13 +250,14 @@ local function touch(w)
   live[#live + 1] = w
 end
 
---- Run a harness step (argv = {python, harness.py, step, args...}) in a
+--- Run a harness step (argv = {python, harness, step, args...}) in a
 --- pre-started process of pool `key` (spec: py, env, sb, light): the
 --- session of opts.build when it has one for that pool, else a process
 --- taken from the pool, kept as the build's session afterwards (opts.build,
---- not done, not a TPU) or ended. Returns a proc.run-like result, or nil
---- when no process could start (the caller runs the step directly).
-function S.run(T, key, spec, argv, opts, timeout)
+--- not done, not a TPU) or ended; `step_env`: environment of this step
+--- only. Returns a proc.run-like result, or nil when no process could
+--- start (the caller runs the step directly).
+function S.run(T, key, spec, argv, opts, timeout, step_env)
   local build = opts.build
   local w = build and bound[build] and bound[build][key]
   if w and (w.busy or w.dead or not w.child:running()) then
@@ -266,7 +268,7 @@ function S.run(T, key, spec, argv, opts, timeout)
   for _ = 1, 2 do -- a worker that ended before the step began is replaced once
     w = w or take(T, key, spec, build ~= nil)
     if not w then return nil end
-    local r = run_in(w, argv, opts, timeout)
+    local r = run_in(w, argv, opts, timeout, step_env)
     if r then
       learn_platform(T, r.stdout)
       local keep = build and not ended[build] and T.platform ~= "tpu" and not w.dead and not w.released

@@ -5,7 +5,7 @@
 --- "TPU v6 lite", ...). A generation without a sourced figure is left out
 --- rather than guessed: the prompt then says "not in the table".
 --- `device_kind` is JAX's name for the chip: in TPU interpret mode the
---- harness shows it to kernels that ask (`--chip`; targets/pallas/target.lua
+--- harness shows it to kernels that ask (`--chip`; targets/pallas/args.lua
 --- M.chip picks the entry, v6e by default).
 local CLOUD_V5E = "Cloud TPU v5e documentation (cloud.google.com/tpu/docs/v5e), as noted in kb/tpu-profiling-roofline.md"
 local CLOUD_V6E = "Cloud TPU v6e documentation (cloud.google.com/tpu/docs/v6e), as noted in kb/tpu-profiling-roofline.md"

@@ -173,6 +173,37 @@ class RunViewer(unittest.TestCase):
         self.assertEqual(status, 403)
         self.assertFalse(os.path.exists(os.path.join(run, "stop.json")))
 
+    def make_run(self, name, nodes):
+        run = os.path.join(self.tmp, "runs", name)
+        subprocess.run([MK, "script", "bench/ui_bench.lua", "make", run, str(nodes)], cwd=HOME, check=True,
+                       env=dict(os.environ, **self.env))
+        return run
+
+    def test_serve_of_a_run_opens_its_page_and_of_a_directory_the_index(self):
+        d = self.d
+        one = self.make_run("one", 30)
+        self.make_run("two", 12)
+        e = self.engine(["serve", one])
+        url, tok = e.url()
+        self.assertTrue(url.endswith("/run/"), url)
+        d.get(url + "#token=" + tok)
+        until(d, lambda: count(d) == 30, "the run's 30 nodes", 120)
+        shot(d, "serve-run")
+        d.get(url[:-len("run/")])  # the index of a single run sends the browser on to it
+        until(d, lambda: d.execute_script("return location.pathname") == "/run/", "the redirect to the run", 60)
+        until(d, lambda: count(d) == 30, "the run's nodes after the redirect", 120)
+        e.kill()
+        e = self.engine(["serve", os.path.join(self.tmp, "runs")])
+        url, tok = e.url()
+        d.get(url + "#token=" + tok)
+        rows = until(d, lambda: d.find_elements(By.CSS_SELECTOR, "#runs tbody tr") if len(
+            d.find_elements(By.CSS_SELECTOR, "#runs tbody tr")) == 2 else None, "two rows in the index", 60)
+        self.assertEqual(sorted(r.find_element(By.TAG_NAME, "a").text for r in rows), ["one", "two"])
+        shot(d, "serve-index")
+        d.find_element(By.LINK_TEXT, "two").click()
+        until(d, lambda: d.execute_script("return location.pathname") == "/run/two", "the page of run two", 60)
+        until(d, lambda: count(d) == 12, "run two's 12 nodes", 120)
+
     def answer_review(self, title, text=None, verb="accept"):
         d = self.d
         until(d, lambda: title in d.find_element(By.ID, "questions").text, "question '%s'" % title)

@@ -179,12 +179,22 @@ t.test("a terminal model error (bad key) stops the run with a clear message", fu
   local ctx, parent = ctx_with(c)
   local err = t.raises(function() ctx.agents.plan { parent = parent, key = "k" } end, "model error (auth)")
   t.eq(err.exit, 1)
+  -- an endpoint still failing after the client's retries stops the run as
+  -- an infrastructure failure (status model_unavailable), naming where
   local c2 = { label = "flaky fake" }
   function c2.chat() return nil, { kind = "server", message = "500 after retries" } end
   local ctx2, parent2 = ctx_with(c2)
-  local r, e = ctx2.agents.plan { parent = parent2, key = "k" }
+  local e2 = t.raises(function() ctx2.agents.plan { parent = parent2, key = "k" } end,
+    "the model endpoint flaky fake failed (server): 500 after retries")
+  t.eq(e2.kind, "infra")
+  t.eq(e2.cause, "model_unavailable")
+  -- an answer that cannot be used is the step's failure: the strategy goes on
+  local c3 = { label = "garbling fake" }
+  function c3.chat() return nil, { kind = "bad_response", message = "not JSON" } end
+  local ctx3, parent3 = ctx_with(c3)
+  local r, e = ctx3.agents.plan { parent = parent3, key = "k" }
   t.eq(r, nil)
-  t.eq(e.kind, "server")
+  t.eq(e.kind, "bad_response")
 end)
 
 -- a failed candidate and a chain of fix attempts under it

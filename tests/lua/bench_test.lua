@@ -180,6 +180,20 @@ t.test("a run that raises is recorded as an error, the others finish, and a reru
   t.eq(res2.failed_runs, 0)
 end)
 
+t.test("a bench is labelled by --label, else its strategy file's stem, never its path", function()
+  t.eq(bench.label { strategy = "beam" }, "beam")
+  t.eq(bench.label { strategy = "my/strategies/bandit.lua" }, "bandit")
+  t.eq(bench.label { strategy = "my/bandit.lua", label = "ucb c=1" }, "ucb c=1")
+  reset()
+  local res = assert(bench.run { suite = suite, strategy = tmp .. "/my/bandit.lua", repeats = 1, out = tmp .. "/labelled",
+    runner = fake_runner })
+  t.eq(res.label, "bandit")
+  t.eq(res.strategy, tmp .. "/my/bandit.lua", "the strategy itself is kept")
+  local html = require("mk.study.report").html(assert(require("mk.study.report").load(tmp .. "/labelled")))
+  t.contains(html, "bandit on suite suite")
+  t.ok(not html:find("bandit.lua on suite", 1, true), "a path in the report's title")
+end)
+
 t.test("a run that ended without a correct kernel and without a compiled node did not compile", function()
   -- the runner's own summary (not read back from disk) carries best = cjson.null, which is truthy in Lua
   local o = bench.outcome({ status = "no_correct_kernel", best = cjson.null, correct_nodes = 0, compiled_nodes = 0 })

@@ -333,6 +333,25 @@ t.test("suggest_repeats: decided, more tasks needed, or a repeat count", functio
   t.eq(s2.repeats, 3)
 end)
 
+t.test("suggest_repeats never names thousands of repeats: past the cap it says what tightens the interval", function()
+  -- effect log 1.05 = 0.04879, tasks-only half-width 0.048, half-width 0.1 at K = 2:
+  -- K' = ceil(2 * (0.01 - 0.048^2) / (0.04879^2 - 0.048^2)) = 198, past the cap of 20
+  local lg = math.log(1.05)
+  local p = { geomean_ratio = 1.05, ci_low = math.exp(lg - 0.1), ci_high = math.exp(lg + 0.1),
+    tasks_only = { low = math.exp(lg - 0.048), high = math.exp(lg + 0.048) }, tasks = 3 }
+  local s = compare.suggest_repeats(p, 2)
+  t.eq(s.repeats, nil)
+  t.eq(s.needed, math.ceil(2 * (0.01 - 0.048 ^ 2) / (lg * lg - 0.048 ^ 2)))
+  t.ok(s.needed > compare.MAX_REPEATS)
+  t.contains(s.reason, "below what repeats can resolve")
+  t.contains(s.reason, "more than 20")
+  -- the repeat part (0.01 - 0.0023) is most of the interval: tasks T' = ceil(3 * 0.01 / 0.04879^2) = 13, or a larger budget
+  t.eq(s.tasks, math.ceil(3 * 0.01 / (lg * lg)))
+  t.contains(s.reason, "about 13 tasks at these repeats")
+  t.contains(s.reason, "larger budget per run")
+  t.eq(compare.suggest_repeats(p, 2, { max = 500 }).repeats, s.needed, "a higher cap names the count")
+end)
+
 t.test("anytime curves: the median line steps up when the budget reaches a find", function()
   local pts = compare.curve(strategies[2].tasks, "tokens", { 500, 1000, 3000, 9000 })
   -- 500: nothing found anywhere -> 1.0; 1000: t2 1.5, t3 1.5 (r1) -> lower
@@ -389,6 +408,13 @@ t.test("a sweep's bench entries each count as one strategy, labelled as in the s
     { kind = "bench", label = "beta width=2", bench_dir = "../beta" } } }))
   local ss = assert(compare.load({ sw }))
   t.eq(#ss, 2)
+  -- the sweep directory alone is enough: its bench entries are the sides
+  local code, out, err = mk { "compare", sw }
+  t.eq(code, 0, err)
+  t.contains(out, "verdict: beta width=2")
+  local one, _, err1 = mk { "compare", DA }
+  t.eq(one, 2)
+  t.contains(err1, "need at least two benches")
   t.eq(ss[1].label, "alpha width=1")
   local r = assert(compare.run(ss, { seed = 1 }))
   t.eq(r.pairs[1].b, "beta width=2")

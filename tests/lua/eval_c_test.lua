@@ -148,6 +148,50 @@ t.test("remeasure re-times the build evaluate made; files it never measured say 
   ev:close()
 end)
 
+t.test("contention: other processes' CPU or steal during a benchmark flags it, with the figures", function()
+  local C = c._internal.contention
+  -- 2 CPUs over 1 s: 200 jiffies; 150 busy, the benchmark itself 0.9 s: others 0.6 cores
+  local before = { busy = 1000, steal = 10, total = 5000, ncpu = 2, t = 10 }
+  local after = { busy = 1150, steal = 10, total = 5200, ncpu = 2, t = 11 }
+  local r = C.judge(before, 0.9, { reps = 100, clean = 80 }, nil, after)
+  t.near(r.other_cores, 0.6, 1e-9)
+  t.near(r.disturbed, 0.2, 1e-12)
+  t.contains(r.why, "other processes used 0.60 of 2 cores")
+  local quiet = C.judge(before, 0.9, nil, { other_cores = 1 }, after)
+  t.eq(quiet.why, nil, "under the threshold given")
+  local stolen = C.judge(before, 1.5, nil, nil, { busy = 1150, steal = 30, total = 5200, ncpu = 2, t = 11 })
+  t.eq(stolen.other_cores, 0)
+  t.contains(stolen.why, "the hypervisor stole 10 % of the CPU time")
+end)
+
+t.test("a benchmark flagged as contended is retaken once, then kept marked, never silently; not retaken under lasting contention", function()
+  local function ev_with(limits)
+    return eval.new(RMS, { bench_sizes = { rows = 64, cols = 96 }, threads = 1, llc_bytes = 1 << 16,
+      bench = { min_time = 0.02, contention = limits } })
+  end
+  local src = fs.read(RMS .. "/scripted/simd.c")
+  local ev = ev_with({ other_cores = -1 }) -- every benchmark counts as contended
+  local r = ev:evaluate(src)
+  t.eq(r.status, "ok", r.message)
+  t.eq(r.retakes, 1)
+  t.contains(r.contended, "other processes used")
+  t.contains(r.message, "timed under contention")
+  t.ok(ev:baseline().contended, "the baseline too")
+  local again = ev:remeasure(src)
+  t.eq(again.retakes, 1); t.ok(again.contended)
+  -- three retakes in a row flagged too (baseline, candidate, re-measurement): the machine is busy, not a moment
+  local busy = ev:remeasure(src)
+  t.eq(busy.retakes, nil, "no retake that would only double the cost")
+  t.ok(busy.contended, "still marked")
+  ev:close()
+  local calm = ev_with({ other_cores = 1e9, steal = 1 }) -- nothing counts
+  local r2 = calm:evaluate(src)
+  t.eq(r2.status, "ok", r2.message)
+  t.eq(r2.retakes, nil); t.eq(r2.contended, nil)
+  t.ok(r2.contention and r2.contention.other_cores >= 0, "the figures are kept")
+  calm:close()
+end)
+
 t.test("timed calls go on past min_time while the median is unsettled, up to max_time", function()
   -- correct outputs, but every other call spins a few ms longer: the median's
   -- interval spans both modes, so the loop runs until max_time; with

@@ -1,4 +1,4 @@
--- Confirmation of the Pallas target (targets/pallas/target.lua M.confirm):
+-- Confirmation of the Pallas target (targets/pallas/confirm.lua M.confirm):
 -- a kernel that passes its held-out cases at the test scale is run on them
 -- again at larger scales, and a bug that only shows there (an accumulator
 -- overwritten when K takes more than one step) is the verdict. Real JAX,

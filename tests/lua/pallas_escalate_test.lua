@@ -1,4 +1,4 @@
--- Escalation of the Pallas target (targets/pallas/target.lua M.escalate):
+-- Escalation of the Pallas target (targets/pallas/escalate.lua M.escalate):
 -- a kernel tiled for the task's own sizes (an empty grid, its own shape
 -- check) is re-tested at larger scales before any verdict, and one that
 -- cannot be checked within the limits gets status "unchecked". Real JAX,

@@ -1,5 +1,5 @@
 -- A Pallas run that runs out of time in interpret mode
--- (targets/pallas/target.lua out_of_time): the outputs its calls left are
+-- (targets/pallas/test.lua out_of_time): the outputs its calls left are
 -- checked; all correct makes it "unchecked" (re-checked on a device worker
 -- when the run has one), one wrong makes it "incorrect"; when none ended,
 -- it is "unchecked" if the interpreter was still simulating the kernel,

@@ -1,4 +1,4 @@
--- Target `pallas` (targets/pallas/target.lua + targets/pallas/harness.py),
+-- Target `pallas` (targets/pallas/target.lua + targets/pallas/harness/),
 -- on real JAX: the harness runs under the engine's default interpreter
 -- (.venv/bin/python from scripts/setup.sh, or $MK_PYTHON). JAX missing
 -- there is a failure, not a skip. On a CPU the Pallas kernels run in TPU

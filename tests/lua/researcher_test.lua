@@ -54,13 +54,16 @@ t.test("a halving strategy swept over 3 values x 2 seeds prints and reports the 
   end
 end)
 
-t.test("run() returning something other than a node or nil fails the run naming the strategy file", function()
+t.test("run() returning something other than a node or nil is a warning naming the strategy's file:line", function()
   local path = tmp .. "/returns_42.lua"
   fs.write(path, "return { defaults = {}, run = function(ctx, opts) return 42 end }\n")
   local code, _, stderr = mk { "run", path, TASK, "--model", "scripted", "--set", "tests_agent=false", "--root", tmp .. "/r42",
     "--quiet" }
-  t.eq(code, 1)
-  t.contains(stderr, "strategy " .. path .. ": run() must return a node of the graph or nil, got number 42")
+  t.eq(code, 1) -- it made no kernel: the run ends without one, not failed
+  t.contains(stderr, "strategy " .. path .. ":1: run() must return a node of the graph or nil, got number 42")
+  local dirs = fs.list(tmp .. "/r42")
+  t.eq(#dirs, 1)
+  t.eq(cjson.decode(fs.read(tmp .. "/r42/" .. dirs[1] .. "/summary.json")).status, "no_correct_kernel")
 end)
 
 t.test("the node run() returns is what the run reports, not the graph's fastest", function()
@@ -92,7 +95,11 @@ end }
   local picked = (stdout .. stderr):match("picked (%S+)")
   t.ok(picked and picked ~= "none", "seed 4 samples a correct kernel: " .. stderr)
   t.eq(code, 0, stderr)
-  t.eq(s.best.node, picked)
+  -- the kernel it returned is the one reported: that node, or the latest
+  -- node of the same kernel (which holds the kernel's pooled figure)
+  local g = require("mk.search.graph").open(dir .. "/graph.git", { readonly = true })
+  local a, b = assert(g:get(picked)), assert(g:get(s.best.node))
+  t.eq(b:file("kernel.c"), a:file("kernel.c"), "reported " .. s.best.node .. ", returned " .. picked)
 end)
 
 local code = t.run()

@@ -65,11 +65,13 @@ t.test("beam on the scripted model ends with a kernel faster than the baseline",
   local s = summary(dir)
   t.eq(s.status, "done")
   t.ok(s.best.speedup > 1.0, "best speedup " .. tostring(s.best.speedup))
-  -- the reported node's own commit holds the reported figure (nodes of one
-  -- source share a measurement record; the summary names the latest)
+  -- the reported figure is the reported kernel's as every reader pools it:
+  -- its latest node's commit and the measure events after it (settling the lead)
   local g = assert(require("mk.search.graph").open(dir .. "/graph.git", { readonly = true }))
-  local n = assert(g:get(s.best.node))
-  t.near(n.metrics.latency_s, s.best.latency_s, 1e-12)
+  local pool, best = require("mk.search.figure").of_run(dir, g.list, { status = "done" })
+  t.eq(best.id, s.best.node)
+  t.near(pool:of(best).latency_s, s.best.latency_s, 1e-12)
+  t.eq(select(2, pool:of(best)), nil, "the summary names the node holding the figure")
   -- the scripted model always answers a fix with code (its bank's fix)
   for _, m in ipairs(g:nodes()) do
     if m.kind == "fix" then t.ok(not (m.meta and m.meta.no_code), m.id .. " has code") end
@@ -267,6 +269,17 @@ t.test("a Lua error in a user strategy exits 1 with file:line and a traceback", 
   t.eq(code, 1)
   t.contains(out, "broken_strategy.lua:3:")
   t.contains(out, "stack traceback")
+end)
+
+t.test("a strategy returning a non-node: a warning with its file:line, and the correct kernel it found is kept", function()
+  local path = tmp .. "/returns_number.lua"
+  fs.write(path, "return { defaults = {}, run = function(ctx, opts)\n  ctx:auto(ctx.graph:root())\n  return 42\nend }\n")
+  local dir = tmp .. "/returns-number"
+  local code, out = mk { "run", path, TASK, "--model", "scripted", "--set", "iters=1", "--set", "tests_agent=false",
+    "--run-dir", dir }
+  t.eq(code, 0, out)
+  t.contains(out, "returns_number.lua:1: run() must return a node of the graph or nil, got number 42")
+  t.eq(summary(dir).status, "done")
 end)
 
 local code = t.run()

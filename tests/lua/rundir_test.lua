@@ -95,6 +95,30 @@ t.test("events carry t and type, one JSON object per line, including node and be
   run:close()
 end)
 
+t.test("listeners get each event as written and each run.json rewrite, in order; a failing one stops nothing", function()
+  local run = new_run()
+  local got, infos = {}, {}
+  local l = { event = function(e, detail) got[#got + 1] = { e = e, detail = detail } end,
+    info = function(info) infos[#infos + 1] = info.status end }
+  run:listen{ event = function() error("a broken viewer") end }
+  run:listen(l)
+  populate(run)
+  run:event({ type = "question", id = "q1" }, { id = "q1", text = "the whole question" })
+  run:set_status("done")
+  local kinds = {}
+  for i, g in ipairs(got) do kinds[i] = g.e.type .. (g.e.id and (":" .. g.e.id) or "") end
+  t.eq(table.concat(kinds, " "), "node:n0001 best:n0002 node:n0002 node:n0003 best:n0004 node:n0004 question:q1")
+  t.eq(type(got[1].e.t), "number", "as written: t included")
+  t.eq(got[7].detail.text, "the whole question")
+  t.ok(not fs.read(run:path("events.jsonl")):find("the whole question", 1, true), "the detail is not written")
+  t.same(infos, { "done" })
+  run:unlisten(l)
+  run:event{ type = "log", message = "after" }
+  t.eq(#got, 7, "no event after unlisten")
+  t.eq(lines_of(run:path("events.jsonl"))[9].message, "after")
+  run:close()
+end)
+
 t.test("best/ holds the best node's files and follows it", function()
   local run = new_run()
   local g = run.graph

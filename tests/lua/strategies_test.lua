@@ -357,15 +357,33 @@ t.test("a misspelt ctx method raises with the nearest name", function()
   t.eq(ctx:exhausted(), false)
 end)
 
-t.test("a strategy's return value: a node of the graph or nil, anything else names the strategy file", function()
+t.test("a ctx method called with a dot says to call it with a colon, at the caller's line", function()
+  local ctx = make_ctx({})
+  local ok, err = pcall(function()
+    local spent = ctx.exhausted()
+    return spent
+  end)
+  t.eq(ok, false)
+  t.contains(tostring(err), "ctx.exhausted(...) was called with a dot: call it as ctx:exhausted(...)")
+  t.matches(tostring(err), "strategies_test%.lua:%d+:")
+  ok, err = pcall(function() return ctx.best({}) end)
+  t.eq(ok, false)
+  t.contains(tostring(err), "call it as ctx:best(...)")
+  t.eq(ctx.better({ id = "a", status = "ok", metrics = { latency_s = 1 } },
+    { id = "b", status = "ok", metrics = { latency_s = 2 } }), true, "ctx.better is a plain function")
+end)
+
+t.test("a strategy's return value: a node of the graph or nil; anything else is a warning naming run's file:line", function()
   local ctx = make_ctx({})
   local root = ctx.graph:root()
   t.eq(context.check_result(ctx, nil, "mine.lua"), nil)
   t.eq(context.check_result(ctx, root, "mine.lua"), root)
+  local run_fn = load("return function(ctx)\n  return 42\nend", "@strategies/mine.lua")()
   for _, bad in ipairs({ 42, "best", { id = root.id }, true }) do
-    local err = t.raises(function() context.check_result(ctx, bad, "strategies/mine.lua") end,
-      "strategy strategies/mine.lua: run() must return a node of the graph or nil")
-    t.eq(err.exit, 1)
+    local node, warning = context.check_result(ctx, bad, "strategies/mine.lua", run_fn)
+    t.eq(node, nil)
+    t.contains(warning, "strategy strategies/mine.lua:1: run() must return a node of the graph or nil")
+    t.contains(warning, "best correct node is reported instead")
   end
 end)
 

@@ -131,7 +131,10 @@ t.test("a cached suite with a modified file is refused, even with its mtime put 
 end)
 
 t.test("a baseline measured before is reused with baseline_cache, measured anew without", function()
-  local o = opts { suite_cache = true, baseline_cache = true }
+  -- no benchmark counts as contended here (that is the next test): on a busy machine every one would
+  local calm = { min_time = SMALL.bench.min_time, min_reps = SMALL.bench.min_reps,
+    contention = { other_cores = 1e9, steal = 1 } }
+  local o = opts { suite_cache = true, baseline_cache = true, bench = calm }
   local a = eval.new(TASK, o)
   local ba = a:baseline()
   t.eq(ba.cached, nil)
@@ -139,9 +142,22 @@ t.test("a baseline measured before is reused with baseline_cache, measured anew 
   local bb = b:baseline()
   t.eq(bb.cached, true)
   t.eq(bb.latency_s, ba.latency_s)
-  local c = eval.new(TASK, opts { suite_cache = true })
+  local c = eval.new(TASK, opts { suite_cache = true, bench = calm })
   t.eq(c:baseline().cached, nil)
   a:close(); b:close(); c:close()
+end)
+
+t.test("a baseline timed under contention is not kept in the baseline cache", function()
+  -- every benchmark counts as contended; min_reps differs from the test above so its cached baseline is not this one's
+  local busy = { min_time = SMALL.bench.min_time, min_reps = SMALL.bench.min_reps + 1, contention = { other_cores = -1 } }
+  local o = opts { suite_cache = true, baseline_cache = true, bench = busy }
+  local a = eval.new(TASK, o)
+  local ba = a:baseline()
+  t.ok(ba.contended, "flagged")
+  t.eq(ba.retakes, 1)
+  local b = eval.new(TASK, o)
+  t.eq(b:baseline().cached, nil, "measured anew")
+  a:close(); b:close()
 end)
 
 t.test("a bench of 2 tasks x 3 repeats stores each frozen suite once; export inlines it", function()

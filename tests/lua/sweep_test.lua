@@ -165,11 +165,35 @@ t.test("the sweep groups runs by each swept parameter with the median and min-ma
   t.ok(rows[3].low >= rows[3].min and rows[3].high <= rows[3].max, "interval inside min-max")
   t.ok(rows[3].low <= rows[3].median and rows[3].median <= rows[3].high, "interval holds the median")
   t.eq(rows[3].level, 0.95)
-  t.matches(sweep.format(r), "width +3 +median +1%.77x +%[1%.7%d, 1%.77%] +%(min 1%.76x, max 1%.77x, 4 runs, 4 correct%)")
+  t.matches(sweep.format(r), "width +3 +median +1%.77x +%[1%.7%d, 1%.77%] +%(min 1%.76x, max 1%.77x, n 4, 4 entries correct%)")
   local report = require "mk.study.report"
   local html = report.html(assert(report.load(tmp .. "/grid-live")))
   t.contains(html, "<h2>By parameter</h2>")
   t.matches(html, '<td class="l">width</td><td class="l">3</td><td>1%.77×</td><td>1%.7%d – 1%.77</td><td>1%.76×</td><td>1%.77×</td><td>4</td>')
+end)
+
+t.test("a bench entry contributes every repeat to its parameter's statistics, not one geomean", function()
+  -- two tasks x three repeats; repeat k's value is the geomean over the tasks of its runs
+  local res = { ["repeat"] = 3, tasks = {
+    { task = "a", runs = { { ["repeat"] = 1, correct = true, speedup = 4 }, { ["repeat"] = 2, correct = true, speedup = 2 },
+      { ["repeat"] = 3, correct = false } } },
+    { task = "b", runs = { { ["repeat"] = 1, correct = true, speedup = 1 }, { ["repeat"] = 2, correct = true, speedup = 8 },
+      { ["repeat"] = 3, correct = true, speedup = 9 } } },
+  } }
+  local vs = sweep.repeat_speedups(res)
+  t.eq(#vs, 3)
+  t.near(vs[1], 2, 1e-12); t.near(vs[2], 4, 1e-12); t.near(vs[3], 3, 1e-12) -- sqrt(4*1), sqrt(2*8), sqrt(1*9)
+  local results = { entries = {
+    { kind = "bench", label = "c=1", params = { set = { c = 1 } }, aggregate = { geomean_speedup = 2.9, correct = 2 },
+      repeat_speedups = vs },
+    { kind = "bench", label = "c=4", params = { set = { c = 4 } }, aggregate = { geomean_speedup = 1.5, correct = 2 },
+      repeat_speedups = { 1.2, 1.5, 1.9, 1.4 } },
+  } }
+  local rows = sweep.groups(results)
+  t.eq(#rows, 2)
+  t.eq(rows[1].value, "1"); t.eq(rows[1].n, 3); t.near(rows[1].median, 3, 1e-12)
+  t.ok(rows[1].low < rows[1].high, "an interval over the repeats, not a point: " .. rows[1].low .. " " .. rows[1].high)
+  t.eq(rows[2].n, 4)
 end)
 
 t.test("a run that finds no correct kernel is a result with best = nil, not a crash", function()

@@ -115,4 +115,64 @@ t.test("a broken directions.lua is an error naming the file, not an empty menu",
   t.raises(function() targets.directions("directions_syntax") end, path)
 end)
 
+-- A target split into files: target.lua as a table of contents, a phase that
+-- adds its function to the module and a helper file both phases need.
+local SPLIT_TARGET = [[
+local name, dir = ...
+local M = { name = name }
+local need = require("mk.eval.folder").loader(dir, M, "handed")
+need "loading"
+need "compiling"
+M.dir_seen = dir
+return M
+]]
+
+t.test("a target in several files loads its parts once each, with need, the module and what it hands", function()
+  targets.add_dir(dir)
+  local d = dir .. "/split"
+  fs.mkdirs(d)
+  fs.write(d .. "/persona.lua", "return {}\n")
+  fs.write(d .. "/target.lua", SPLIT_TARGET)
+  fs.write(d .. "/helpers.lua", "local _, M = ...\nM.helper_runs = (M.helper_runs or 0) + 1\nreturn { twice = function(x) return 2 * x end }\n")
+  fs.write(d .. "/loading.lua", "local need, M, extra = ...\nlocal h = need 'helpers'\n"
+    .. "function M.load(dir) return { dir = dir, n = h.twice(21), extra = extra } end\n")
+  fs.write(d .. "/compiling.lua", "local need, M = ...\nlocal h = need 'helpers'\n"
+    .. "function M.compile() return { status = 'ok', n = h.twice(1) } end\n")
+  local mod = targets.get("split")
+  t.eq(mod.dir_seen, d, "target.lua got its folder")
+  t.eq(mod.load("x").n, 42)
+  t.eq(mod.load("x").extra, "handed")
+  t.eq(mod.compile().n, 2)
+  t.eq(mod.helper_runs, 1, "a file needed twice runs once")
+end)
+
+t.test("a broken part of a target is an error naming the part and target.lua", function()
+  targets.add_dir(dir)
+  local d = dir .. "/split_broken"
+  fs.mkdirs(d)
+  fs.write(d .. "/target.lua", SPLIT_TARGET)
+  fs.write(d .. "/loading.lua", "local _, M = ...\nfunction M.load() end\n")
+  fs.write(d .. "/compiling.lua", "\nerror('boom')\n")
+  t.raises(function() targets.get("split_broken") end,
+    "targets: target 'split_broken': " .. d .. "/target.lua: " .. d .. "/compiling.lua:2: boom")
+  local d2 = dir .. "/split_missing"
+  fs.mkdirs(d2)
+  fs.write(d2 .. "/target.lua", SPLIT_TARGET)
+  t.raises(function() targets.get("split_missing") end, d2 .. "/loading.lua")
+end)
+
+t.test("mk.eval.folder: a file that needs itself is an error naming it; bad names raise", function()
+  local folder = require "mk.eval.folder"
+  local d = root .. "/loop"
+  fs.mkdirs(d)
+  fs.write(d .. "/a.lua", "local need = ...\nreturn need 'b'\n")
+  fs.write(d .. "/b.lua", "local need = ...\nreturn need 'a'\n")
+  fs.write(d .. "/quiet.lua", "local _ = ...\n")
+  local need = folder.loader(d)
+  t.raises(function() need "a" end, d .. "/a.lua needs itself")
+  t.eq(need "quiet", true, "a file that returns nothing gives true")
+  t.raises(function() need "../a" end, "bad file name")
+  t.raises(function() folder.loader("") end, "dir must be a non-empty string")
+end)
+
 return t.run()

@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -24,9 +25,8 @@ BENCHMARKS = next((d for d in (os.environ.get("MK_BENCHMARKS"), os.path.join(ROO
                                 os.path.join(ROOT, "..", "..", "shared", "benchmarks")) if d and os.path.isdir(d)),
                   os.path.join(ROOT, "..", "shared", "benchmarks"))
 
-spec = importlib.util.spec_from_file_location("harness", os.path.join(ROOT, "targets", "pallas", "harness.py"))
-H = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(H)
+sys.path.insert(0, os.path.join(ROOT, "targets", "pallas"))
+H = importlib.import_module("harness")  # the package targets/pallas/harness/
 
 spec = importlib.util.spec_from_file_location("harness_tests", os.path.join(HERE, "test_pallas_harness.py"))
 T = importlib.util.module_from_spec(spec)
@@ -163,7 +163,7 @@ class TestScaleSigns(unittest.TestCase):
 
 class TestCandidateKinds(unittest.TestCase):
     """The tiny task (16 x 128) frozen with two seeds; each candidate run in
-    TPU interpret mode through `harness.py test`."""
+    TPU interpret mode through `harness test`."""
 
     @classmethod
     def setUpClass(cls):
@@ -289,7 +289,7 @@ class TestNoLeftoverProcesses(unittest.TestCase):
         # idle timeout. Each harness process now watches the engine itself.
         p = subprocess.Popen(self.eval_cmd(), env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            marker = "harness.py\0worker\0--inbox\0" + self.tmp
+            marker = "harness\0worker\0--inbox\0" + self.tmp
             exe = os.path.join(ROOT, "build", "engine", "exec", "mk-exec")
 
             def wrappers():

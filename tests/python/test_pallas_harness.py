@@ -1,4 +1,4 @@
-"""Tests of targets/pallas/harness.py (stdlib unittest), on real JAX.
+"""Tests of the harness, targets/pallas/harness/ (stdlib unittest), on real JAX.
 
   * pure logic (task loading, YAML, tunables, candidate screen, manifest,
     trace-event median, roofline, test-scale sizes): Python stdlib only;
@@ -24,15 +24,16 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-HARNESS = os.path.join(ROOT, "targets", "pallas", "harness.py")
+HARNESS = os.path.join(ROOT, "targets", "pallas", "harness")  # a package, run as a folder
 TASKS = os.path.join(HERE, "tasks")
 CANDS = os.path.join(HERE, "candidates")
 SUITE = os.path.join(ROOT, "examples", "suites", "pallas")
 EXAMPLE = os.path.join(ROOT, "examples", "tasks", "pallas")
 
-spec = importlib.util.spec_from_file_location("harness", HARNESS)
-H = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(H)
+sys.path.insert(0, os.path.dirname(HARNESS))
+H = importlib.import_module("harness")  # the package; its rooms by name where a test needs one
+races = importlib.import_module("harness.races")
+timing = importlib.import_module("harness.timing")
 
 
 def have(mod):
@@ -55,7 +56,7 @@ def skip_unless(cond, reason):
 
 
 def run_harness(*args, env=None):
-    """Run harness.py in a subprocess; returns (json result, exit code, stderr)."""
+    """Run the harness in a subprocess; returns (json result, exit code, stderr)."""
     e = dict(os.environ)
     e["MK_PALLAS_POISON_MB"] = "1"
     e["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -69,6 +70,17 @@ def run_harness(*args, env=None):
         raise AssertionError("harness printed %d stdout lines (want 1): %r\nstderr: %s"
                              % (len(lines), p.stdout, p.stderr[-3000:]))
     return json.loads(lines[0]), p.returncode, p.stderr
+
+
+def class_suite(cls, prefix, task, seeds="0,1", heldout="1001"):
+    """A test class's suite of tests/python/tasks/<task>, frozen in a
+    temporary directory removed after the class (cls.tmp, task, tests,
+    frozen)."""
+    cls.tmp = tempfile.mkdtemp(prefix=prefix)
+    cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
+    cls.task = os.path.join(TASKS, task)
+    cls.tests = os.path.join(cls.tmp, "tests")
+    cls.frozen = frozen_suite(cls.task, cls.tests, seeds, heldout)
 
 
 def frozen_suite(task, tests, seeds, heldout):
@@ -241,8 +253,8 @@ class TestTunables(unittest.TestCase):
 
 class TestScan(unittest.TestCase):
     def test_no_way_to_the_interpreter_through_an_allowed_module(self):
-        # typing (allowed) imports sys: typing.sys.modules["__main__"] is the
-        # harness, typing.sys._getframe() its frames (examples/expert/1p_Flash_Attention/cheat.py)
+        # typing (allowed) imports sys: typing.sys.modules holds the harness's
+        # modules, typing.sys._getframe() its frames (examples/expert/1p_Flash_Attention/cheat.py)
         for src in ('import typing\nh = typing.sys.modules["__main__"]\n',
                     'import collections\nf = collections._sys._getframe(1).f_back\n',
                     'import typing\ns = getattr(typing, "sys")\n',
@@ -262,7 +274,8 @@ class TestScan(unittest.TestCase):
                           ("x = eval('1')\n", "eval"), ("import mk_reference\n", "mk_reference"),
                           ("f = (lambda: 0).__globals__\n", "__globals__"),
                           ("from . import baseline\n", "import of ."),
-                          ("import sys\n", "sys")):
+                          ("import sys\n", "sys"), ("import harness\n", "harness"),
+                          ("from harness.jaxcall import _REAL\n", "harness"), ("from harness import cli\n", "harness")):
             bad = H.scan_candidate(src)
             self.assertTrue(bad, src)
             self.assertIn(word, bad[0])
@@ -341,9 +354,9 @@ class TestTraceEvents(unittest.TestCase):
         self.assertEqual(H.device_event_durations([], "jit_mk_candidate"), [])
 
     def test_module_name_match_is_exact_on_the_base_name(self):
-        self.assertTrue(H._module_matches("jit_mk_candidate(12)", "jit_mk_candidate"))
-        self.assertTrue(H._module_matches("jit_mk_candidate", "jit_mk_candidate"))
-        self.assertFalse(H._module_matches("jit_mk_candidate_fused(1)", "jit_mk_candidate"))
+        self.assertTrue(timing._module_matches("jit_mk_candidate(12)", "jit_mk_candidate"))
+        self.assertTrue(timing._module_matches("jit_mk_candidate", "jit_mk_candidate"))
+        self.assertFalse(timing._module_matches("jit_mk_candidate_fused(1)", "jit_mk_candidate"))
 
     def test_summary_median_and_spread(self):
         s = H.summarize([4.0, 1.0, 3.0, 2.0])
@@ -676,7 +689,7 @@ class TestEndToEnd(unittest.TestCase):
 # Real Pallas kernels in TPU interpret mode (the CPU default)
 # ---------------------------------------------------------------------------
 
-SC = H._scaling()
+SC = importlib.import_module("harness.scaling")  # the test-scale search
 
 
 class TestTestScale(unittest.TestCase):
@@ -791,12 +804,12 @@ class TestTestScale(unittest.TestCase):
         def mean_of_normed(a, _):  # 25k: the norm's mean is 0 whatever a is
             return [np.asarray(jnp.mean(normed(a, _)[0], axis=1) + 1.0)]
         moved = jnp.roll(x.reshape(-1), 1).reshape(x.shape)
-        self.assertTrue(SC.passes_as(H, pooled(moved, w), pooled(x, w), tol))  # moving alone: no change seen
+        self.assertTrue(SC.passes_as(pooled(moved, w), pooled(x, w), tol))  # moving alone: no change seen
         changed = SC._changed_input(jax, np, [x, w])
         self.assertIs(changed[1], w)  # the largest input is the one changed
-        self.assertFalse(SC.passes_as(H, pooled(*changed), pooled(x, w), tol))
-        self.assertFalse(SC.passes_as(H, normed(*changed), normed(x, w), tol))
-        self.assertTrue(SC.passes_as(H, mean_of_normed(*changed), mean_of_normed(x, w), tol))
+        self.assertFalse(SC.passes_as(pooled(*changed), pooled(x, w), tol))
+        self.assertFalse(SC.passes_as(normed(*changed), normed(x, w), tol))
+        self.assertTrue(SC.passes_as(mean_of_normed(*changed), mean_of_normed(x, w), tol))
 
     def test_trivial_outputs_are_judged_within_the_checks_tolerance_not_exactly(self):
         import numpy as np
@@ -805,18 +818,18 @@ class TestTestScale(unittest.TestCase):
         # 25k's output: mean(beta) for every sample, up to float rounding
         noisy = np.float32(0.0123) + rng.normal(0, 1e-9, 128).astype(np.float32)
         self.assertGreater(float(np.ptp(noisy)), 0.0)  # compared exactly it looked varied
-        self.assertEqual(SC._trivial(H, np, [noisy], tol), SC.CONSTANT)
-        self.assertEqual(SC._trivial(H, np, [np.zeros(16, np.float32)], tol), SC.ZEROS)
+        self.assertEqual(SC._trivial(np, [noisy], tol), SC.CONSTANT)
+        self.assertEqual(SC._trivial(np, [np.zeros(16, np.float32)], tol), SC.ZEROS)
         varied = rng.normal(0, 1, 128).astype(np.float32)
-        self.assertIsNone(SC._trivial(H, np, [varied], tol))
-        self.assertIsNone(SC._trivial(H, np, [np.float32(3.0)], tol))  # a scalar: judged by the input change
-        self.assertIsNone(SC._trivial(H, np, [np.float32(0.0123) + rng.normal(0, 1e-3, 128)], tol))
+        self.assertIsNone(SC._trivial(np, [varied], tol))
+        self.assertIsNone(SC._trivial(np, [np.float32(3.0)], tol))  # a scalar: judged by the input change
+        self.assertIsNone(SC._trivial(np, [np.float32(0.0123) + rng.normal(0, 1e-3, 128)], tol))
         # an input change that moves the output by rounding only is no change; one the check sees is
-        self.assertTrue(SC.passes_as(H, [varied + np.float32(1e-7) * varied], [varied], tol))
-        self.assertFalse(SC.passes_as(H, [varied * np.float32(1.05)], [varied], tol))
+        self.assertTrue(SC.passes_as([varied + np.float32(1e-7) * varied], [varied], tol))
+        self.assertFalse(SC.passes_as([varied * np.float32(1.05)], [varied], tol))
         # a scalar output (13p's mean loss) as the reference returns it, 0-d
-        self.assertTrue(SC.passes_as(H, [np.asarray(np.float32(2.0))], [np.asarray(np.float32(2.0))], tol))
-        self.assertFalse(SC.passes_as(H, [np.asarray(np.float32(2.5))], [np.asarray(np.float32(2.0))], tol))
+        self.assertTrue(SC.passes_as([np.asarray(np.float32(2.0))], [np.asarray(np.float32(2.0))], tol))
+        self.assertFalse(SC.passes_as([np.asarray(np.float32(2.5))], [np.asarray(np.float32(2.0))], tol))
 
 
 class TestScaleChosen(unittest.TestCase):
@@ -941,17 +954,232 @@ class TestScaleChosen(unittest.TestCase):
 
 
 @skip_unless(HAVE_JAX, "JAX not importable by %s: float32 reference tests skipped" % sys.executable)
+@skip_unless(HAVE_JAX, "JAX not importable")
+class TestOwnError(unittest.TestCase):
+    """A kernel's error against the reference's own, where the freeze kept
+    the reference in float32 (tests/python/tasks/bf16_rowdot: float32 sums
+    of bf16 products, tolerance 1e-2): reported on every check, and a
+    warning when a passing kernel is far beyond it."""
+
+    @classmethod
+    def setUpClass(cls):
+        class_suite(cls, "mk-pallas-own-", "bf16_rowdot")
+
+    def check(self, name):
+        r, _, err = run_harness("test", "--task", self.task, "--candidate", os.path.join(CANDS, name + ".py"),
+                                "--tests", self.tests)
+        self.assertEqual(r["status"], "ok", err[-2000:])
+        return r
+
+    def test_a_kernel_as_precise_as_the_reference_gets_no_warning(self):
+        r = self.check("rowdot_f32")
+        self.assertLess(r["error_ratio"], 1)
+        self.assertNotIn("warning", r)
+        self.assertEqual(self.check("../tasks/bf16_rowdot/baseline")["error_ratio"], 0)
+
+    def test_a_kernel_within_a_loose_tolerance_far_beyond_the_reference_s_error_is_warned_of(self):
+        r = self.check("rowdot_off")
+        self.assertGreater(r["error_ratio"], 100)  # 0.4% against float32 rounding (2^-16)
+        self.assertIn(r["error_ratio_case"], ("s0", "s1"))
+        self.assertRegex(r["warning"], r"^within the tolerance, but \d+x the reference's own error \(case s\d: the "
+                                       r"reference against its float32 evaluation\): atol=0.01, rtol=0.01 is far "
+                                       r"looser than the reference's precision")
+        self.assertTrue(all(c["error_ratio"] > 100 for c in r["cases"]), r["cases"])
+
+    def test_the_ratio_is_the_kernel_s_error_over_the_reference_s_own_with_a_floor(self):
+        import numpy as np
+        C = importlib.import_module("harness.compare")
+        hi = np.array([1.0, -2.0, 3.0, 4.0])
+        w = hi + np.array([0.01, -0.01, 0.01, -0.01])  # the reference 0.01 RMS off
+        self.assertAlmostEqual(C.error_ratio(hi + 0.05, w, hi), 5.0)
+        self.assertAlmostEqual(C.error_ratio(hi + 1e-3, hi, hi), 1e-3 / (2 ** -16 * C._rms(hi)))
+        self.assertIsNone(C.error_ratio(hi, w, hi[:2]), "shapes differ")
+
+
+@skip_unless(HAVE_JAX, "JAX not importable")
+class TestHeldoutVaries(unittest.TestCase):
+    """tests/python/tasks/const_affine: a layer norm whose weight and bias
+    the inputs make ones and zeros (and a third constant input it ignores).
+    The held-out cases vary the constant inputs the output depends on, so a
+    kernel that drops the weight and bias fails them."""
+
+    @classmethod
+    def setUpClass(cls):
+        class_suite(cls, "mk-pallas-vary-", "const_affine")
+
+    def inputs(self, cid):
+        import numpy as np
+        m = H.read_case(self.tests, cid)
+        return [np.asarray(a) for a in H.load_arrays(os.path.join(self.tests, "inputs", cid + ".npz"), m["inputs"])], m
+
+    def test_the_held_out_case_varies_the_constant_inputs_the_output_depends_on(self):
+        import numpy as np
+        self.assertEqual([(c["id"], c.get("varied")) for c in self.frozen["cases"]],
+                         [("s0", None), ("s1", None), ("h1001", [1, 2])])
+        (x, gamma, beta, unused), meta = self.inputs("h1001")
+        self.assertEqual(meta["varied"], [1, 2])
+        self.assertGreater(float(np.std(gamma)), 0.1)
+        self.assertGreater(float(np.std(beta)), 0.1)
+        self.assertTrue((unused == 1).all(), "the output ignores it: kept")
+        (_, g0, b0, _), _ = self.inputs("s1")
+        self.assertTrue((g0 == 1).all() and (b0 == 0).all(), "search cases are the task's own kind of inputs")
+
+    def test_a_kernel_ignoring_the_weight_and_bias_fails_the_held_out_case_only(self):
+        def test(name, *extra):
+            r, _, err = run_harness("test", "--task", self.task, "--candidate", os.path.join(CANDS, name + ".py"),
+                                    "--tests", self.tests, *extra)
+            return r["status"]
+        self.assertEqual(test("ignore_affine"), "ok")
+        self.assertEqual(test("ignore_affine", "--heldout-cases"), "incorrect")
+        ref = os.path.join("..", "tasks", "const_affine", "baseline")
+        self.assertEqual(test(ref, "--heldout-cases"), "ok", "the reference on the varied inputs is the expected")
+
+
+@skip_unless(HAVE_JAX, "JAX not importable")
+class TestWork(unittest.TestCase):
+    """Work inside and outside the Pallas kernels (harness work.py): a loop's
+    body counts once per trip, gathers and scatters are work."""
+
+    def work(self, fn, *args):
+        import jax
+        W = importlib.import_module("harness.work")
+        return W.jaxpr_work(jax.make_jaxpr(fn)(*args).jaxpr)
+
+    def test_a_while_loop_s_body_counts_once_per_trip_when_its_jaxpr_fixes_them(self):
+        import jax.numpy as jnp
+        from jax import lax
+        x, w = jnp.ones((16, 32)), jnp.ones((32, 16))
+        mm = 2 * 16 * 16 * 32
+
+        def loop(n, start=0, step=1):
+            def body(c):
+                return c[0] + step, c[1] + x @ w
+            return lambda x, w: lax.while_loop(lambda c: c[0] < n, body, (start, jnp.zeros((16, 16))))[1]
+        self.assertEqual(self.work(loop(8), x, w)["top"]["dot_general"], 8 * mm)
+        self.assertEqual(self.work(loop(8, 2, 3), x, w)["top"]["dot_general"], 2 * mm, "2, 5: two trips")
+        self.assertNotIn("dot_general", self.work(loop(0), x, w)["top"], "no trip: no work")
+
+        def traced(x, n):  # a bound only known when it runs: counted once
+            return lax.fori_loop(0, n, lambda i, a: a + x @ x.T, jnp.zeros((16, 16)))
+        self.assertEqual(self.work(traced, x, 4)["top"]["dot_general"], 2 * 16 * 16 * 32)
+
+        def fori(x):  # Python bounds: a scan of 5 steps
+            return lax.fori_loop(0, 5, lambda i, a: a + x @ x.T, jnp.zeros((16, 16)))
+        self.assertEqual(self.work(fori, x)["top"]["dot_general"], 5 * mm)
+
+    def test_gathers_and_scatters_count_the_values_they_read_and_write(self):
+        import jax.numpy as jnp
+        table, idx, upd = jnp.ones((1000, 8)), jnp.array([1, 2, 3]), jnp.ones((3, 8))
+        top = self.work(lambda t, i: t[i], table, idx)["top"]
+        self.assertEqual(top["gather"], 24, "3 rows of 8 read, not the table's 8000")
+        top = self.work(lambda t, i, u: t.at[i].add(u), table, idx, upd)["top"]
+        self.assertEqual(top["scatter-add"], 24, "3 rows of 8 written")
+
+    def test_a_candidate_doing_the_reference_s_work_in_a_loop_is_plain_jax(self):
+        tmp = tempfile.mkdtemp(prefix="mk-pallas-work-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        task = os.path.join(TASKS, "tiny_rmsnorm")
+        frozen_suite(task, os.path.join(tmp, "t"), "0", "")
+        r, _, err = run_harness("compile", "--task", task, "--candidate", os.path.join(CANDS, "pallas_plain_while.py"),
+                                "--tests", os.path.join(tmp, "t"))
+        self.assertEqual(r["status"], "ok", err[-2000:])
+        w = r["work"]
+        self.assertEqual(w["calls"], 1)
+        self.assertGreaterEqual(w["plain"], 0.8 * w["reference"], w)  # the engine's plain_work_limit: rejected
+
+
+class TestConfigurationsForm(unittest.TestCase):
+    """MaxKernel's get_inputs: one ([dynamic], [static]) pair, or a list of
+    them (one per input configuration), each with its own tolerance."""
+
+    def test_one_pair_and_a_list_of_pairs_are_told_apart(self):
+        I = importlib.import_module("harness.inputs")
+        x, y = object(), object()
+        self.assertEqual(I.configurations(([x, y], [2.0])), [([x, y], [2.0])])
+        self.assertEqual(I.configurations(([x], [])), [([x], [])])
+        two = [([x], [1.0]), ([y], [2.0])]
+        self.assertEqual(I.configurations(two), two, "two configurations, not one pair")
+        self.assertEqual(I.configurations([([x, y], [1.0])]), [([x, y], [1.0])])
+        self.assertIsNone(I.configurations((x, y)))
+        self.assertIsNone(I.configurations([x, [y], []]))
+
+    def test_a_configuration_takes_its_own_tolerance_the_last_reused(self):
+        I = importlib.import_module("harness.inputs")
+        task = H.load_task(os.path.join(TASKS, "multi_config"))
+        self.assertEqual(task["tolerance"], {"atol": 1e-4, "rtol": 1e-4})
+        tols = [I.configuration_task(task, k)["tolerance"] for k in range(4)]
+        self.assertEqual(tols, [{"atol": 1e-4, "rtol": 1e-4}] + [{"atol": 1e-2, "rtol": 1e-2}] * 3)
+        self.assertEqual(I.configuration_task(task, 2)["configuration"], 2)
+        one = H.load_task(os.path.join(TASKS, "tiny_rmsnorm"))
+        self.assertEqual(I.configuration_task(one, 1)["tolerance"], one["tolerance"], "one tolerance: kept")
+
+
+@skip_unless(HAVE_JAX, "JAX not importable")
+class TestConfigurations(unittest.TestCase):
+    """tests/python/tasks/multi_config: get_inputs returns three
+    configurations (one row, 256 rows, 7 rows), atol/rtol lists of two and
+    three entries. Every configuration is frozen at its own test scale and
+    checked with its own tolerance; the result says what passed in each."""
+
+    @classmethod
+    def setUpClass(cls):
+        class_suite(cls, "mk-pallas-configs-", "multi_config")
+
+    def check(self, name, *extra):
+        r, code, err = run_harness("test", "--task", self.task, "--candidate", os.path.join(CANDS, name + ".py"),
+                                   "--tests", self.tests, *extra)
+        self.assertEqual(code, 0, err[-2000:])
+        return r, [(c["configuration"], c["ok"], c["failed"]) for c in r.get("configurations", [])]
+
+    def test_every_configuration_is_frozen_with_its_own_cases_scale_and_tolerance(self):
+        cases = self.frozen["cases"]
+        self.assertEqual([c["id"] for c in cases], ["k0s0", "k0s1", "k0h1001", "k1s0", "k1s1", "k1h1001",
+                                                    "k2s0", "k2s1", "k2h1001"])
+        self.assertEqual([c["configuration"] for c in cases], [0] * 3 + [1] * 3 + [2] * 3)
+        self.assertEqual([c["tolerance"]["atol"] for c in cases], [1e-4] * 3 + [1e-2] * 6)
+        self.assertEqual([c["tolerance"]["rtol"] for c in cases], [1e-4] * 3 + [1e-2] * 6, "the last rtol reused")
+        # each at its own test scale: 512 wide halved, the rows kept where 8 or less (the odd 7 stays odd)
+        self.assertEqual([c["shapes"][0] for c in cases[::3]], [[1, 256], [128, 256], [7, 192]])
+        rec = self.frozen["test_scale"]
+        self.assertEqual([(r["configuration"], r["factor"]) for r in rec["configurations"]], [(0, 2), (1, 2), (2, 2)])
+        with open(os.path.join(self.tests, "cases.json")) as f:
+            self.assertEqual(json.load(f)["configurations"], 3)
+
+    def test_the_reference_passes_every_configuration(self):
+        r, per = self.check("../tasks/multi_config/reference")
+        self.assertEqual((r["status"], per), ("ok", [(0, True, None), (1, True, None), (2, True, None)]), r)
+        self.assertEqual(r["message"], "configurations: 0 passed, 1 passed, 2 passed")
+        r, per = self.check("pallas_multi_rmsnorm", "--heldout-cases")
+        self.assertEqual((r["status"], [c["cases"] for c in r["configurations"]]),
+                         ("ok", [["k0h1001"], ["k1h1001"], ["k2h1001"]]), r)
+
+    def test_a_kernel_off_by_0_1_percent_fails_only_the_configuration_of_the_tight_tolerance(self):
+        r, per = self.check("multi_scaled")
+        self.assertEqual((r["status"], per), ("incorrect", [(0, False, "k0s0"), (1, True, None), (2, True, None)]))
+        self.assertTrue(r["message"].startswith("configurations: 0 failed (case k0s0), 1 passed, 2 passed; case "
+                                                "k0s0 (first call, inputs (1, 256) float32"), r["message"])
+        self.assertIn("atol=0.0001", r["message"])
+
+    def test_a_kernel_wrong_on_odd_row_counts_fails_only_that_configuration(self):
+        r, per = self.check("multi_odd_rows")
+        self.assertEqual((r["status"], per), ("incorrect", [(0, True, None), (1, True, None), (2, False, "k2s0")]))
+        self.assertEqual([c["cases"] for c in r["configurations"]], [["k0s0", "k0s1"], ["k1s0", "k1s1"], ["k2s0"]])
+
+    def test_at_a_scale_factor_asked_for_every_configuration_is_frozen_there(self):
+        r, _, err = run_harness("freeze", "--task", self.task, "--tests", os.path.join(self.tmp, "own"), "--seeds", "0",
+                                "--heldout", "", "--scale-factor", "1")
+        self.assertEqual(r["status"], "ok", err[-2000:])
+        self.assertEqual([(c["id"], c["shapes"][0]) for c in r["cases"]],
+                         [("k0s0", [1, 512]), ("k1s0", [256, 512]), ("k2s0", [7, 384])])
+
+
 class TestFloat32Reference(unittest.TestCase):
     """A bfloat16 reference's own error: a kernel computing in float32 that
     is nearer the true output is correct, one further off than the
     reference's error allows is not (tests/python/tasks/bf16_center)."""
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="mk-pallas-f32-")
-        cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
-        cls.task = os.path.join(TASKS, "bf16_center")
-        cls.tests = os.path.join(cls.tmp, "tests")
-        cls.frozen = frozen_suite(cls.task, cls.tests, "0,1", "1001")
+        class_suite(cls, "mk-pallas-f32-", "bf16_center")
 
     def evaluate(self, name, *extra, shift=None):
         cand = os.path.join(CANDS, name + ".py")
@@ -1017,7 +1245,7 @@ class TestFloat32Reference(unittest.TestCase):
 
 
 class Session:
-    """`harness.py worker --session` driven as the engine drives it: a JSON
+    """`harness worker --session` driven as the engine drives it: a JSON
     request line in; a {"started": step} line, then the step's JSON object."""
 
     def __init__(self, tmp, env=None):
@@ -1102,16 +1330,45 @@ class TestSession(unittest.TestCase):
         # process it is not (what the refusal above prevents)
         self.assertEqual(run_harness("test", *self.cand("probe_x64"), "--tests", self.tests)[0]["status"], "ok")
         s.close()
-        both = ("import importlib.util, sys\n"
-                "spec = importlib.util.spec_from_file_location('harness', %r)\n"
-                "H = importlib.util.module_from_spec(spec); sys.modules['harness'] = H; spec.loader.exec_module(H)\n"
+        both = ("import sys\n"
+                "sys.path.insert(0, %r)\n"
+                "import harness as H\n"
                 "for c in sys.argv[1:]:\n"
                 "    r, _ = H.run_step(['test', '--task', %r, '--candidate', c, '--tests', %r], sys.stderr)\n"
-                "    print(r['status'])\n") % (HARNESS, self.task, self.tests)
+                "    print(r['status'])\n") % (os.path.dirname(HARNESS), self.task, self.tests)
         p = subprocess.run([sys.executable, "-c", both, os.path.join(CANDS, "leak_x64.py"),
                             os.path.join(CANDS, "probe_x64.py")], capture_output=True, text=True, timeout=600,
                            env=dict(os.environ, JAX_PLATFORMS="cpu", MK_PALLAS_POISON_MB="1"))
         self.assertEqual(p.stdout.split(), ["ok", "incorrect"], p.stderr[-2000:])
+
+    def test_a_request_s_env_sets_its_step_s_memory_limit(self):
+        # the engine sends each step's memory limit with it ($MK_PALLAS_MEM_MB
+        # for that step only): hog.py's 1 GiB at import passes 700 MiB
+        s = Session(self.tmp)
+        self.addCleanup(s.kill)
+        errf = os.path.join(s.dir, "step.stderr")
+        s.p.stdin.write((json.dumps({"argv": ["compile", *self.cand("hog"), "--tests", self.tests], "cwd": s.dir,
+                                     "stderr": errf, "env": {"MK_PALLAS_MEM_MB": "700"}}) + "\n").encode())
+        s.p.stdin.flush()
+        self.assertEqual(json.loads(s.p.stdout.readline()), {"started": "compile"})
+        r = json.loads(s.p.stdout.readline())
+        self.assertEqual((r["status"], r["error"]["kind"]), ("error", "memory_limit"), r)
+        self.assertRegex(r["error"]["message"],
+                         r"^harness compile used \d+ MiB, over its limit of 700 MiB while importing the candidate$")
+        self.assertGreater(r["peak_rss_mb"], 700)
+        self.assertEqual(s.p.wait(60), 3)
+
+    def test_a_request_s_env_is_set_for_its_step_alone(self):
+        W = importlib.import_module("harness.worker")
+        self.addCleanup(os.environ.pop, "MK_TEST_Y", None)
+        os.environ.pop("MK_TEST_X", None)
+        os.environ["MK_TEST_Y"] = "kept"
+        with W._StepEnv({"MK_TEST_X": 1, "MK_TEST_Y": "the step's"}):
+            self.assertEqual((os.environ["MK_TEST_X"], os.environ["MK_TEST_Y"]), ("1", "the step's"))
+        self.assertNotIn("MK_TEST_X", os.environ)
+        self.assertEqual(os.environ["MK_TEST_Y"], "kept")
+        with W._StepEnv(None):  # a request without env changes nothing
+            self.assertEqual(os.environ["MK_TEST_Y"], "kept")
 
     def test_a_crash_in_a_step_ends_the_session_with_its_output_kept(self):
         s = Session(self.tmp, env={"MK_PALLAS_TIME_S": "0.5"})
@@ -1129,13 +1386,13 @@ class TestSession(unittest.TestCase):
 
 @skip_unless(HAVE_JAX, "JAX not importable by %s: race detector tests skipped" % sys.executable)
 class TestRaceChecks(unittest.TestCase):
-    """The vectorised race checks (harness _fast_race_checks) replace the
+    """The vectorised race checks (harness/races.py _fast_race_checks) replace the
     pinned JAX's detector, and order clocks exactly as it does; the race
     tests (TestPallasKernels, test_candidates_pallas) run through them."""
 
     def test_installed_on_the_pinned_jax(self):
-        self.assertTrue(H._fast_race_checks(), "the pinned JAX's race detector changed shape: interpret "
-                        "mode's race checks are quadratic again (harness _fast_race_checks)")
+        self.assertTrue(races._fast_race_checks(), "the pinned JAX's race detector changed shape: interpret "
+                        "mode's race checks are quadratic again (harness/races.py _fast_race_checks)")
         from jax._src.pallas.mosaic.interpret import race_detection_state as rds
         self.assertTrue(rds.RaceDetectionState._mk_fast)
 
@@ -1143,7 +1400,7 @@ class TestRaceChecks(unittest.TestCase):
         import numpy as np
         from jax._src.pallas.mosaic.interpret import vector_clock as vc
         rng = np.random.default_rng(7)
-        rows = H._ClockRows(4)
+        rows = races._ClockRows(4)
         clocks = [rng.integers(0, 3, 4).astype(np.int32) for _ in range(300)]  # many equal and ordered pairs
         for c in clocks:
             rows.add(c)
@@ -1285,7 +1542,7 @@ class TestSuiteBanks(unittest.TestCase):
         spec = importlib.util.spec_from_file_location("device_bench", os.path.join(ROOT, "scripts", "device_bench.py"))
         DB = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(DB)
-        jax = DB.H._jax()
+        jax = DB.jaxcall._jax()
         seen = 0
         for tdir, kernels in DB.banks():
             task = DB.H.load_task(tdir)

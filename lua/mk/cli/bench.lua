@@ -7,11 +7,13 @@ local progress = require("mk.services.progress")
 
 local M = {
   summary = "run a strategy over a task suite K times; metrics table + results.json",
-  usage = "usage: mkengine bench SUITE STRATEGY [--repeat K] [--out DIR] [--concurrency N] [--set K=V]... "
-    .. "[--model M] [--llm-config FILE] [--llm-cache rw|ro|off] [--seed N] [--jobs N] [--budget SPEC] [--workers FILE] [--task NAME]... [--quiet] [--json]",
+  usage = "usage: mkengine bench SUITE STRATEGY [--repeat K] [--out DIR] [--label NAME] [--concurrency N] [--set K=V]... "
+    .. "[--model M] [--llm-config FILE] [--llm-cache rw|ro|off] [--seed N] [--jobs N] [--budget SPEC] [--workers FILE] "
+    .. "[--mem-mb MB] [--task NAME]... [--quiet] [--json]",
   help = [[
 SUITE is any directory of task directories (ours with task.lua, JAXBench
-with baseline.py, MaxKernel with reference.py); STRATEGY a strategy name.
+with baseline.py, MaxKernel with reference.py); STRATEGY a strategy name
+or a path to a strategy file.
 Each task runs K times (default 5); the median run per task counts.
 Results go to DIR/results.json (default runs/bench-<time>-<strategy>/),
 with one run directory per task and repeat (DIR/<task>/r<k>). Running the
@@ -21,12 +23,16 @@ interrupted ones resumed, missing ones started.
 options:
   --repeat K        repeats per task (default 5)
   --out DIR         bench directory
+  --label NAME      the name results, compare and reports show (default: the
+                    strategy file's stem, "bandit" for my/bandit.lua)
   --concurrency N   runs at once (default 2; device timing is serialised by
                     the evaluation service, so this never skews latencies)
   --task NAME       only this task (repeatable)
   --set K=V, --model, --llm-config, --llm-cache, --seed (base; repeat k uses seed+k-1),
   --jobs, --budget tokens=..,usd=..,device_s=..,wall_s=.. (per run)
   --workers FILE   evaluate on the workers FILE.lua names (docs/workers.md)
+  --mem-mb MB       memory limit of each harness process (pallas; default: the
+                    memory available over jobs x concurrency + 1, at most 16384 MiB)
   --quiet           no status line
   --json            events as JSON lines on stdout, then the results as JSON]],
 }
@@ -46,9 +52,9 @@ end
 
 M.SPEC = {
   flags = { quiet = true, json = true },
-  options = { ["repeat"] = "number", out = "string", concurrency = "number", set = "list", model = "string",
+  options = { ["repeat"] = "number", out = "string", label = "string", concurrency = "number", set = "list", model = "string",
               llm_config = "string", llm_cache = "string", seed = "number", jobs = "number", budget = "string", task = "list",
-              workers = "string" },
+              workers = "string", mem_mb = "number" },
   short = { k = "repeat", o = "out", q = "quiet" },
 }
 
@@ -66,10 +72,10 @@ function M.run(args)
   local budget = cli.parsed(opts.budget, budget_lib.parse, M.usage)
   local prog = progress.new { quiet = opts.quiet, json = opts.json }
   local res, err = bench.run {
-    suite = pos[1], strategy = pos[2], repeats = math.tointeger(K), out = opts.out,
+    suite = pos[1], strategy = pos[2], repeats = math.tointeger(K), out = opts.out, label = opts.label,
     concurrency = math.tointeger(conc), set = M.parse_set(opts.set, M.usage), model = opts.model,
     llm_config = opts.llm_config, llm_cache = opts.llm_cache, seed = opts.seed and (math.tointeger(opts.seed) or opts.seed),
-    jobs = opts.jobs and math.tointeger(opts.jobs), workers = opts.workers,
+    jobs = opts.jobs and math.tointeger(opts.jobs), workers = opts.workers, mem_mb = opts.mem_mb,
     budget = budget, tasks = opts.task, progress = prog,
   }
   prog:finish()

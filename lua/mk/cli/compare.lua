@@ -7,7 +7,7 @@ local fs = require("mk.fs")
 
 local M = {
   summary = "compare strategies' benches at an equal budget, with bootstrap intervals",
-  usage = "usage: mkengine compare DIR_A DIR_B [DIR_C ...] [--budget tokens=2M|usd=5|llm_s=..|device_s=600|wall_s=3600] "
+  usage = "usage: mkengine compare DIR_A DIR_B [DIR_C ...] | SWEEP_DIR [--budget tokens=2M|usd=5|llm_s=..|device_s=600|wall_s=3600] "
     .. "[--seed N] [--replicates N] [--json] [-o report.html]",
   help = [[
 Each DIR is a bench directory ('mkengine bench ... --out DIR') or a sweep
@@ -44,7 +44,8 @@ M.SPEC = {
 
 function M.run(args)
   local opts, pos = cli.parse(args, M.SPEC, M.usage)
-  if #pos < 2 then cli.usage_error("need at least two bench directories", M.usage) end
+  -- one path may be a sweep: its bench entries are the sides (compare.check counts them)
+  if #pos < 1 then cli.usage_error("need two bench directories, or a sweep directory", M.usage) end
   local n = opts.replicates and math.tointeger(opts.replicates)
   if opts.replicates and (not n or n < 1) then cli.usage_error("--replicates needs an integer >= 1", M.usage) end
   local budget = cli.parsed(opts.budget, compare.parse_budget, M.usage)

@@ -14,7 +14,8 @@ local util = require("mk.services.util")
 local M = {
   summary = "evaluate one candidate kernel file against a task",
   usage = "usage: mkengine eval TASK_DIR CANDIDATE_FILE [--json] [--timeout S] [--no-tune] [--no-profile] "
-    .. "[--threads N] [--tests-dir DIR] [--min-time S] [--workers FILE] [--keep] [--fresh] [--no-confirm]",
+    .. "[--threads N] [--tests-dir DIR] [--min-time S] [--mem-mb MB] [--workers FILE] [--keep] [--fresh] "
+    .. "[--no-confirm]",
   help = [[
 Compiles CANDIDATE_FILE for the task in TASK_DIR, checks it on the frozen
 tests, autotunes `mk:tune` parameters, times it at the benchmark size
@@ -31,13 +32,27 @@ task's content and this machine, and reused (verified) by the next eval.
                  checked_at, timed_at, baseline_timed_at when a kernel
                  was checked at a larger scale than the test scale;
                  heldout.confirmed_at / confirm_note: the larger scale
-                 its held-out cases passed at too, or why not (pallas)
+                 its held-out cases passed at too, or why not (pallas);
+                 contended (why), retakes, contention {other_cores,
+                 steal, load1, disturbed}: the benchmark was timed while
+                 something else held the CPU, even after retakes (c)
+                 peak_rss_mb: the largest resident memory of one of its
+                 harness processes (MiB, pallas), mem_mb: their limit;
+                 configurations (also in heldout): a task of several
+                 input configurations (MaxKernel's list form): for each,
+                 configuration, ok, cases, failed, message;
+                 error_ratio (also in heldout): its error against the
+                 reference's float32 evaluation over the reference's own
+                 (pallas, bf16/f16 references), warning: when far beyond
   --timeout S    time limit of each candidate process (default: the task's)
   --no-tune      ignore mk:tune lines
   --no-profile   skip the profile
   --threads N    OMP_NUM_THREADS for candidate and baseline runs
   --tests-dir D  keep (or reuse) the frozen tests in D
   --min-time S   seconds of timed calls per benchmark (default 1)
+  --mem-mb MB    memory limit of each harness process (pallas; default: the
+                 memory available over jobs + 1, at most 16384 MiB); past it
+                 the candidate is `unchecked`, with a message saying so
   --workers F    evaluate on a worker the file F.lua names (docs/workers.md)
   --keep         keep the temporary directory (its path is printed)
   --fresh        freeze the tests and measure the baseline anew (a temporary
@@ -64,7 +79,7 @@ local function read_inputs(args)
   local opts, pos = cli.parse(args, {
     flags = { json = true, no_tune = true, no_profile = true, keep = true, fresh = true, no_confirm = true },
     options = { timeout = "number", threads = "number", tests_dir = "string", min_time = "number",
-      workers = "string" },
+      workers = "string", mem_mb = "number" },
   }, M.usage)
   if #pos ~= 2 then cli.usage_error("expected TASK_DIR and CANDIDATE_FILE", M.usage) end
   local task, err = targets.load_task(pos[1])
@@ -72,6 +87,7 @@ local function read_inputs(args)
   local src = fs.read(pos[2])
   if not src or fs.isdir(pos[2]) then cli.input_error("cannot read candidate file " .. pos[2]) end
   if opts.timeout and opts.timeout <= 0 then cli.usage_error("--timeout must be positive", M.usage) end
+  if opts.mem_mb and opts.mem_mb <= 0 then cli.usage_error("--mem-mb must be positive", M.usage) end
   if opts.tests_dir and fs.exists(opts.tests_dir) and not fs.isdir(opts.tests_dir) then
     cli.input_error("--tests-dir " .. opts.tests_dir .. " is not a directory")
   end
@@ -91,6 +107,7 @@ local function evaluate(ev, task, src, opts)
     elseif h.confirm_note then -- pallas: re-checked at a larger scale, or why not
       res.message = res.message .. "; held-out cases " .. h.confirm_note
     end
+    if h.correct and h.warning and not res.warning then res.message = res.message .. "; held-out cases: " .. h.warning end
   end
   return res
 end
@@ -118,7 +135,14 @@ local function json_result(r, task, candidate, ev)
     task = task.name, candidate = candidate,
     baseline_cached = ev.base and ev.base.cached or false,
     checked_at = r.checked_at, timed_at = r.timed_at, baseline_timed_at = r.baseline_timed_at, -- escalated (pallas)
+    contended = r.contended, retakes = r.retakes, contention = r.contention, -- timed under contention (c)
+    reason = r.reason, configurations = r.configurations, -- a multi-configuration task: what passed in each
+    error_ratio = num(r.error_ratio), warning = r.warning, -- its error against the reference's own (pallas)
+    -- the largest resident memory of one of its harness processes, held-out check included (pallas), and the limit
+    peak_rss_mb = num(math.max(num(r.peak_rss_mb) or 0, num(r.heldout and r.heldout.peak_rss_mb) or 0)),
+    mem_mb = num(ev.mem_mb),
   }
+  if out.peak_rss_mb == 0 then out.peak_rss_mb = nil end
   if r.timing then out.timing = timing_numbers(r.timing) end
   if r.profile then
     local p = r.profile
@@ -130,7 +154,9 @@ local function json_result(r, task, candidate, ev)
   if r.tune then out.tune = { params = r.tune.params, tried = r.tune.tried, space = r.tune.space } end
   if r.heldout then
     out.heldout = { correct = r.heldout.correct, status = r.heldout.status, confirmed_at = r.heldout.confirmed_at,
-      confirm_note = r.heldout.confirm_note, checked_at = r.heldout.checked_at }
+      confirm_note = r.heldout.confirm_note, checked_at = r.heldout.checked_at,
+      configurations = r.heldout.configurations, error_ratio = num(r.heldout.error_ratio),
+      warning = r.heldout.warning }
   end
   return cli.json(out)
 end
@@ -156,7 +182,7 @@ function M.run(args)
   local pool = opts.workers and pool_lib.open(opts.workers)
   local ev = eval.new(task, { pool = pool,
     timeout = opts.timeout, threads = opts.threads and math.tointeger(opts.threads), tests_dir = opts.tests_dir,
-    bench = { min_time = opts.min_time }, keep = opts.keep,
+    bench = { min_time = opts.min_time }, keep = opts.keep, mem_mb = opts.mem_mb,
     suite_cache = not opts.fresh, baseline_cache = not opts.fresh,
     probe_stock = false, -- one candidate: nothing to make probes ahead for
     confirm = not opts.no_confirm,

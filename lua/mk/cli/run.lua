@@ -5,7 +5,8 @@ local M = {
   summary = "run a search strategy on a task (writes a run directory)",
   usage = "usage: mkengine run STRATEGY TASK [--model SPEC] [--set KEY=VALUE]... [--seed N] [--run-dir DIR]\n"
     .. "                    [--budget tokens=N,usd=X,device_s=S,wall_s=S] [--jobs N] [--llm-config FILE]\n"
-    .. "                    [--llm-cache rw|ro|off] [--timeout S] [--workers FILE] [--kb-learn] [--dump-prompts DIR]\n"
+    .. "                    [--llm-cache rw|ro|off] [--timeout S] [--mem-mb MB] [--workers FILE] [--kb-learn]\n"
+    .. "                    [--dump-prompts DIR]\n"
     .. "                    [--quiet] [--json] [--debug] [--ui [--host ADDR] [--port N]]",
   help = [[
 STRATEGY  a name in lua/strategies (auto, zeroshot, parallel, beam, evolve, greedy, hitl)
@@ -21,6 +22,8 @@ TASK      a task directory (examples/tasks/c/rmsnorm, a JAXBench or MaxKernel ta
 --run-dir DIR       where to write the run (default runs/<time>-<strategy>-<task>/)
 --jobs N            compiles at a time (bench and profile runs are exclusive)
 --timeout S         limit for each candidate process
+--mem-mb MB         memory limit of each harness process (pallas; default: the memory
+                    available over jobs + 1, at most 16384 MiB); past it a kernel is unchecked
 --workers FILE      evaluate on the workers FILE.lua names (local, ssh, slurm;
                     see docs/workers.md)
 --kb-learn          append what worked and failed to kb/learned/ at the end
@@ -41,7 +44,7 @@ function M.parse(args, usage, extra_flags, extra_options)
   local flags = { quiet = true, json = true, kb_learn = true, debug = true }
   local options = { model = "string", set = "list", seed = "number", run_dir = "string", budget = "string",
     jobs = "number", llm_config = "string", llm_cache = "string", timeout = "number", root = "string",
-    workers = "string" }
+    workers = "string", mem_mb = "number" }
   for k, v in pairs(extra_flags or {}) do flags[k] = v end
   for k, v in pairs(extra_options or {}) do options[k] = v end
   local o, pos = cli.parse(args, { flags = flags, options = options }, usage)
@@ -67,15 +70,18 @@ function M.with_ui(o)
   if not o.ui then return function(fn) return fn(o) end end
   local server
   o.on_open = function(run)
-    server = require("mk.cli.serve").start(run.dir, { host = o.host, port = o.port, single = "" })
+    -- the viewer follows this run from the engine (run:listen), not from its files
+    server = require("mk.cli.serve").start(run.dir, { host = o.host, port = o.port, single = "", run = run })
   end
   return function(fn)
     local ok, res = pcall(fn, o)
     if server then
       require("mk.services.task").sleep(0.3) -- one more tick of the viewer: the end reaches the page
       server:close()
-      io.stderr:write(string.format("mkengine: the viewer used %.0f ms of CPU, %.2f %% of this engine's %.2f s\n",
-        server:cpu() * 1000, 100 * server:cpu() / math.max(os.clock(), 1e-9), os.clock()))
+      local cpu, loading, library = server:cpu()
+      io.stderr:write(string.format("mkengine: the viewer used %.2f ms of CPU (loading it %.2f, the HTTP library %.2f), "
+        .. "%.2f %% of this engine's %.3f s\n", cpu * 1000, loading * 1000, library * 1000,
+        100 * cpu / math.max(os.clock(), 1e-9), os.clock()))
     end
     if not ok then error(res, 0) end
     return res

@@ -6,7 +6,8 @@ local M = {
   usage = "usage: mkengine serve [PATH] [--host ADDR] [--port N] [--json]",
   help = [[
 PATH is a run directory, a bench or sweep directory, or a directory holding
-them (default runs/). Open the printed URL in a browser: the search tree as
+them (default runs/). The printed URL opens the run's page for a run, else
+the index of what PATH holds. Open it in a browser: the search tree as
 it grows, best speedup against tokens, spend against the budget, each node's
 plan, code, diff, messages, metrics, profile and prompts, and the questions a
 strategy asks a person (hitl), answered there. The engine that writes a run
@@ -24,11 +25,14 @@ options:
 
 --- Start the viewer on root and print where it is. Returns the server.
 ---@param root string
----@param o table {host, port, json, single}
+---@param o table {host, port, json, single, run}
 function M.start(root, o)
+  local c0 = os.clock()
   local server = require "mk.ui.server"
-  local s, err = server.start { root = root, host = o.host, port = o.port and math.tointeger(o.port), single = o.single }
+  local s, err = server.start { root = root, host = o.host, port = o.port and math.tointeger(o.port), single = o.single,
+    run = o.run }
   if not s then cli.input_error("cannot start the viewer: " .. err.message) end
+  s:charge(os.clock() - c0) -- loading the viewer's modules is part of what it costs the engine
   if o.json then
     io.stdout:write(cli.json { url = s.url, token = s.token, port = s.port }, "\n")
     io.stdout:flush()

@@ -76,7 +76,8 @@ local function correctness(ev, files)
   local wd = ev.root .. "/reference"
   assert(fs.mkdirs(wd))
   for name, src in pairs(files) do assert(fs.write(wd .. "/" .. name, src)) end
-  local build = { status = "ok", workdir = wd, candidate = wd .. "/" .. task.candidate_file, defines = {} }
+  local build = { status = "ok", workdir = wd, candidate = wd .. "/" .. task.candidate_file, defines = {},
+    mem_mb = ev.mem_mb }
   if target.name ~= "pallas" then -- other targets test what their compile built
     build = target.compile(task, files, wd, { tests_dir = ev.tests_dir })
     if build.status ~= "ok" then return { status = build.status, message = build.message } end
@@ -105,7 +106,7 @@ local function evaluate(task, opts)
     suite_cache = not opts.fresh, baseline_cache = not opts.fresh, probe_stock = false,
     confirm = false, -- the reference is right at every scale: a larger one is not re-checked
     plain_ok = true, -- ... and is plain JAX
-    timeout = opts.time_limit,
+    timeout = opts.time_limit, mem_mb = opts.mem_limit,
   })
   local files = reference_files(task)
   local ok, r = pcall(function()

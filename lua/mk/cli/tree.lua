@@ -1,6 +1,8 @@
 --- mkengine tree RUN: the search tree drawn in the terminal, the path from
 --- the root to the best node marked.
 local cli = require("mk.cli")
+local figure = require("mk.search.figure")
+local graph = require("mk.search.graph")
 local show = require("mk.cli.show")
 
 local M = {
@@ -8,21 +10,40 @@ local M = {
   usage = "usage: mkengine tree RUN [--depth N]",
   help = [[
 Each node appears under its first parent as "id kind status latency speedup";
-only forks indent, so an only child continues in its parent's column.
+only forks indent, so an only child continues in its parent's column. A
+kernel has one figure, the median of all its measurements (`mkengine show`);
+an older node of the same kernel says "= n0007" (the node holding it).
 Nodes on the path from the root to the best node are marked '*', the best
 node '<- best'. A node with several parents lists the others as "(+ n0003)".
 --depth N stops after N levels. Reads only; safe on a live run.]],
 }
 
-function M.render(g, max_depth)
-  local best = g:best()
+-- "n0004 tune ok 0.250 ms 4.00x": a node with its kernel's figure (pool,
+-- mk.search.figure), or "n0002 implement ok = n0004" for an older node of
+-- that kernel.
+local function node_label(pool, n)
+  local f, holder = pool:of(n)
+  if not f then return n:label() end
+  local s = string.format("%s %s %s", n.id, n.kind, n.status)
+  if holder then return s .. " = " .. holder end
+  s = s .. " " .. graph.format_latency(f.latency_s) .. " " .. graph.format_speedup(f.speedup)
+  if (f.measurements or 1) > 1 then s = s .. string.format(" (%d×)", f.measurements) end
+  return s
+end
+
+--- The tree as text. `pool` and `best` (mk.search.figure.of_run): the
+--- kernels' figures and the best node; without them, each node's own
+--- metrics and the graph's best.
+function M.render(g, max_depth, pool, best)
+  best = pool and best or (not pool and g:best()) or nil
+  pool = pool or figure.pool()
   local on_path = {}
   if best then
     for _, n in ipairs(g:lineage(best)) do on_path[n] = true end
   end
   local lines = {}
   local function label(n)
-    local s = n:label()
+    local s = node_label(pool, n)
     if #n.parents > 1 then s = s .. " (+ " .. table.concat(n.parents, " ", 2) .. ")" end
     if n == best then s = s .. "  <- best" end
     return (on_path[n] and "* " or "  ") .. s
@@ -64,7 +85,8 @@ function M.run(args)
   if g:len() == 0 then
     print("(no nodes yet)")
   else
-    print(M.render(g, opts.depth and math.tointeger(opts.depth)))
+    local pool, best = show.figures(run)
+    print(M.render(g, opts.depth and math.tointeger(opts.depth), pool, best))
   end
   run:close()
   return 0

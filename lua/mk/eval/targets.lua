@@ -8,12 +8,17 @@
 ---   directions.lua  optional: the menu of optimisation ideas beam samples
 ---   kb/*.md         optional: knowledge-base notes only this target gets
 ---   CMakeLists.txt  optional: harness programs to build
+---   <part>.lua      optional: the rest of the target's Lua (its phases,
+---                   helpers), which target.lua loads with
+---                   mk.eval.folder.loader(dir): it is run with the
+---                   arguments (name, folder)
 --- Folders are searched in the engine's targets/, then in each directory of
 --- $MKENGINE_TARGETS (':'-separated), then in directories given to
 --- `targets.add_dir`; the first folder of a name wins. A missing or broken
 --- file is an error naming the file, never a silent fallback.
 local fs = require("mk.fs")
 local home = require("mk.home")
+local folder = require("mk.eval.folder")
 
 local M = {}
 
@@ -70,28 +75,17 @@ function M.list()
   return names
 end
 
--- Lua shortens long chunk names in messages ("...ts/x/target.lua:2: msg");
--- put the whole path back so the error names the file.
-local function with_full_path(msg, path)
-  msg = tostring(msg)
-  local short = msg:match("^(.-):%d+: ")
-  if short and (short == path or (short:sub(1, 3) == "..." and path:sub(-(#short - 3)) == short:sub(4))) then
-    return path .. msg:sub(#short + 1)
-  end
-  return path .. ": " .. msg
-end
-
--- Run a Lua file of a target folder; errors name the file.
-local function dofile_of(path, what)
-  local chunk, err = loadfile(path, "t")
-  if not chunk then error("targets: " .. what .. ": " .. with_full_path(err, path), 0) end
-  local ok, v = pcall(chunk)
-  if not ok then error("targets: " .. what .. ": " .. with_full_path(v, path), 0) end
+-- Run a Lua file of a target folder with the arguments `...`; errors name
+-- the file.
+local function dofile_of(path, what, ...)
+  local ok, v = pcall(folder.run, path, ...)
+  if not ok then error("targets: " .. what .. ": " .. tostring(v), 0) end
   return v
 end
 
---- The target module called `name` (loaded once). Raises, naming the
---- file, when the target is unknown or its module is broken.
+--- The target module called `name` (loaded once): its target.lua run with
+--- the arguments (name, folder). Raises, naming the file, when the target
+--- is unknown or its module is broken.
 ---@param name string
 ---@return table
 function M.get(name)
@@ -102,7 +96,9 @@ function M.get(name)
     error("targets.get: unknown target '" .. name .. "' (known: " .. table.concat(M.list(), ", ")
       .. "; searched " .. table.concat(M.dirs(), ", ") .. ")", 2)
   end
-  local mod = dofile_of(dir .. "/target.lua", "target '" .. name .. "'")
+  -- run as require runs a module, with its name and where it was found: a
+  -- target of several files loads the others with mk.eval.folder.loader(dir)
+  local mod = dofile_of(dir .. "/target.lua", "target '" .. name .. "'", name, dir)
   if type(mod) ~= "table" or type(mod.load) ~= "function" then
     error("targets: " .. dir .. "/target.lua must return a table with a load function", 0)
   end

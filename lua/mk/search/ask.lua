@@ -212,7 +212,8 @@ end
 --- decision recorded earlier (a resumed run) is returned at once.
 ---@param dir string the run directory
 ---@param spec mk.AskSpec
----@param event fun(e: table)|nil records "question" and "decision" events
+---@param event fun(e: table, q: table|nil)|nil records "question" (with the question itself
+---  beside it, for whoever follows the run in this process) and "decision" events
 ---@param info table|nil run.json's table (a stop for this session ends the wait)
 function M.ask(dir, spec, event, info)
   if type(spec) ~= "table" or type(spec.key) ~= "string" then error("ask: needs {key = ..., kind = ...}", 2) end
@@ -224,7 +225,7 @@ function M.ask(dir, spec, event, info)
     asked_at = os.time() }
   fs.mkdirs(dir .. "/questions")
   assert(fs.write(qpath(dir, id), json.encode(q), { atomic = true, sync = true }))
-  if event then event { type = "question", id = id, kind = q.kind, title = q.title } end
+  if event then event({ type = "question", id = id, kind = q.kind, title = q.title }, q) end
   local kind = spec.terminal and require("mk.stdin").kind()
   local reader = (kind == "tty" or kind == "pipe") and task.spawn(read_terminal, q, dir, spec.out or io.stderr) or nil
   while true do

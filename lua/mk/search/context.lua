@@ -16,6 +16,8 @@ local template = require("mk.services.template")
 local fs = require("mk.fs")
 local util = require("mk.services.util")
 local ask = require("mk.search.ask")
+local figure = require("mk.search.figure")
+local records = require("mk.search.records")
 
 --- What a strategy's `run(ctx)` receives (docs/strategies.md); for editors.
 ---@class mk.ctx
@@ -116,8 +118,27 @@ function M.nearest(name)
   return nil
 end
 
+-- A method reached through ctx checks that it was called with a colon:
+-- `ctx.exhausted()` would otherwise fail inside with "attempt to index a
+-- nil value (local 'self')". One wrapper per method, made on first use.
+local checked = {}
+local function method(k, f)
+  local w = checked[k]
+  if not w then
+    w = function(self, ...)
+      if getmetatable(self) ~= Ctx then
+        error(string.format("ctx.%s(...) was called with a dot: call it as ctx:%s(...)", k, k), 2)
+      end
+      return f(self, ...)
+    end
+    checked[k] = w
+  end
+  return w
+end
+
 Ctx.__index = function(_, k)
   local v = Ctx[k]
+  if type(v) == "function" and k ~= "better" and k:sub(1, 1) ~= "_" then return method(k, v) end
   if v ~= nil or type(k) ~= "string" or OPTIONAL[k] or k:sub(1, 1) == "_" then return v end
   local near = M.nearest(k)
   if near then error(string.format("ctx has no member '%s' (did you mean `%s`?)", k, near), 2) end
@@ -153,6 +174,8 @@ function M.new(o)
   }, Ctx)
   local mods = o.agents
   if type(mods) ~= "table" then error("context.new: agents must be the table of sub-agents (require \"agents\")", 2) end
+  -- a resumed run: its nodes show their kernels' figures (mk.search.records)
+  if o.graph and o.graph:len() > 0 then records.seed(ctx) end
   ctx.agents = {}
   ctx.defaults = type(mods.defaults) == "table" and mods.defaults or {}
   for _, name in ipairs(M.AGENTS) do
@@ -197,9 +220,10 @@ function Ctx:log(fmt, ...)
   self:event { type = "log", message = msg }
 end
 
---- Append an event to the run's events.jsonl.
-function Ctx:event(e)
-  if self.run then self.run:event(e) end
+--- Append an event to the run's events.jsonl (detail: handed to the
+--- run's listeners, not written; run:listen).
+function Ctx:event(e, detail)
+  if self.run then self.run:event(e, detail) end
 end
 
 --- The stable name of a node for building step keys: its own key (the
@@ -237,7 +261,7 @@ end
 ---@param spec mk.AskSpec
 function Ctx:ask(spec)
   if not self.run then error("ctx:ask: needs a run directory", 2) end
-  return ask.ask(self.run.dir, spec, function(e) self:event(e) end, self.run.info)
+  return ask.ask(self.run.dir, spec, function(e, q) self:event(e, q) end, self.run.info)
 end
 
 --- What the run has spent so far, every session of a resumed run
@@ -288,7 +312,7 @@ function Ctx:chat(req)
       util.raise({ exit = 1, kind = err.kind, message = "model error (" .. err.kind .. "): " .. tostring(err.message) })
     end
     if err and M.UNAVAILABLE[err.kind] then
-      local where = self.llm.endpoint and self.llm:endpoint() or tostring(self.llm.provider)
+      local where = self.llm.endpoint and self.llm:endpoint() or tostring(self.llm.label or self.llm.provider)
       local e = infra.error(string.format("the model endpoint %s failed (%s): %s", where, err.kind,
         tostring(err.message)))
       e.cause, e.endpoint, e.failure = "model_unavailable", where, err.kind
@@ -304,17 +328,13 @@ function Ctx:chat(req)
 end
 
 --- Evaluate candidate files on the target (device slots are handled by the
---- evaluator). Returns the evaluator's result table.
+--- evaluator). Returns the evaluator's result table; identical files share
+--- one measurement record (mk.search.records): after the first, a call
+--- re-measures the same build and the result carries the combined figure.
 function Ctx:evaluate(files, o)
   o = check_options("ctx:evaluate", o, 2)
   if type(files) ~= "table" then return self:_measure(files, o) end
-  -- one kernel, one measurement record: identical sources in a run share it
-  local rec = self:_record(files, o)
-  rec.lock:acquire()
-  local ok, res = pcall(self._shared, self, rec, files, o)
-  rec.lock:release()
-  if not ok then error(res, 0) end
-  return res
+  return records.evaluate(self, files, o)
 end
 
 function Ctx:_measure(files, o)
@@ -327,83 +347,32 @@ function Ctx:_measure(files, o)
   return res
 end
 
--- The source hash of candidate files (names and contents, and whether they
--- are autotuned: a tuned build is a different measurement).
-local function source_hash(files, o)
-  local key = util.files_key(files)
-  return string.format("%016x", rng_lib.hash((o.tune and "tune" or "") .. (key ~= "" and "\1" .. key or "")))
-end
-M.source_hash = source_hash
+M.source_hash = records.source_hash
 
--- The record of a source: {hash, samples (latencies), result, nodes, lock};
--- a resumed run seeds it from the nodes already in the graph.
-function Ctx:_record(files, o)
-  local hash = source_hash(files, o)
-  local rec = self._records[hash]
-  if rec then return rec end
-  rec = { hash = hash, samples = {}, nodes = {}, lock = task_lib.semaphore(1) }
-  self._records[hash] = rec
-  if not self._records_seeded then
-    self._records_seeded = true
-    for _, n in ipairs(self.graph:nodes()) do
-      local m = n.kind ~= "reference" and n.metrics
-      if m and m.source_hash then
-        local r = self._records[m.source_hash] or { hash = m.source_hash, samples = {}, nodes = {},
-          lock = task_lib.semaphore(1) }
-        self._records[m.source_hash] = r
-        r.nodes[#r.nodes + 1] = n
-        local samples = m.samples or (n.status == "ok" and m.latency_s and { m.latency_s }) or {}
-        if #samples > #r.samples then r.samples = samples end
-        r.result = r.result or { status = n.status, correct = n.status == "ok", message = n.error,
-          latency_s = m.latency_s, baseline_latency_s = m.baseline_latency_s, speedup = m.speedup, spread = m.spread }
-      end
-    end
-  end
-  return rec
+--- Benchmark the kernel of a correct node once more, on the same build,
+--- and add the sample to its record (every node of that source shows the
+--- new figure). Returns the node's figure ({latency_s, speedup,
+--- measurements, samples, latency_min_s, latency_max_s}), or nil, why.
+---@param node mk.Node
+function Ctx:remeasure(node)
+  if type(node) ~= "table" or not node.id then error("ctx:remeasure: expects a node", 2) end
+  return records.remeasure(self, node)
 end
 
--- Evaluate the first time; after that re-measure the same build and combine
--- (median of the samples, min-max kept), updating every node of the record.
-function Ctx:_shared(rec, files, o)
-  if not rec.result then
-    local res = self:_measure(files, o)
-    rec.result = res
-    if res.status == "ok" and res.latency_s then rec.samples = { res.latency_s } end
-  elseif rec.result.status == "ok" and #rec.samples > 0 and self.eval.remeasure then
-    local t0 = task_lib.now()
-    local br = self.eval:remeasure(files, o)
-    self.device_s = self.device_s + (br.wall_s or (task_lib.now() - t0))
-    -- no build to re-time (a resumed run's record): measure it afresh
-    if br.kind == "not_evaluated" then br = self:_measure(files, o) end
-    if br.status == "ok" and br.latency_s then
-      local samples = table.move(rec.samples, 1, #rec.samples, 1, {})
-      samples[#samples + 1] = br.latency_s
-      rec.samples = samples
-    end
-  end
-  local res = {}
-  for k, v in pairs(rec.result) do res[k] = v end
-  res.source_hash = rec.hash
-  if #rec.samples > 0 then
-    local sorted = table.move(rec.samples, 1, #rec.samples, 1, {})
-    table.sort(sorted)
-    local n = #sorted
-    res.latency_s = n % 2 == 1 and sorted[(n + 1) // 2] or (sorted[n // 2] + sorted[n // 2 + 1]) / 2
-    res.speedup = res.baseline_latency_s and res.baseline_latency_s / res.latency_s or res.speedup
-    res.samples, res.measurements = rec.samples, n
-    res.latency_min_s, res.latency_max_s = sorted[1], sorted[n]
-    if n > 1 then
-      res.message = string.format("%s; measured %d times (same source as %s): median %.6g s, min %.6g s, max %.6g s",
-        tostring(rec.result.message or ""), n, rec.nodes[1] and rec.nodes[1].id or "an earlier candidate",
-        res.latency_s, sorted[1], sorted[n])
-      for _, node in ipairs(rec.nodes) do
-        local m = node.metrics
-        m.latency_s, m.speedup, m.samples, m.measurements = res.latency_s, res.speedup, res.samples, n
-        m.latency_min_s, m.latency_max_s = sorted[1], sorted[n]
-      end
-    end
-  end
-  return res
+--- Whether node a's kernel is faster than node b's beyond the measured
+--- noise: "better", "worse" or "tie" (ranges overlap, or the same kernel),
+--- and {a = {latency_s, low, high, measurements}, b = {...}}, the latency
+--- ranges compared (mk.search.figure.range: min–max over a kernel's
+--- measurements, else the middle 80 % of its one benchmark's calls). A
+--- correct node beats one that is not. A tie is settled by measuring
+--- again: `ctx:remeasure(a)`, `ctx:remeasure(b)`, then compare again.
+---@param a mk.Node
+---@param b mk.Node
+---@return string, table
+function Ctx:compare(a, b) -- luacheck: ignore 212/self
+  if type(a) ~= "table" or type(b) ~= "table" then error("ctx:compare: expects two nodes", 2) end
+  local function fig(n) return n.status == "ok" and n.kind ~= "reference" and n.metrics or {} end
+  return figure.versus(fig(a), fig(b))
 end
 
 --- The node with the lowest latency among correct candidates (the
@@ -465,8 +434,7 @@ function Ctx:step(key, fn)
   if not node then -- git could not write (disk full, permissions): nothing can be kept, stop the run
     infra.raise("cannot commit the node of step " .. key .. ": " .. tostring(type(gerr) == "table" and gerr.message or gerr))
   end
-  local rec = spec.metrics and spec.metrics.source_hash and self._records[spec.metrics.source_hash]
-  if rec then rec.nodes[#rec.nodes + 1] = node end
+  records.joined(self, node)
   if self.on_node then self.on_node(node) end
   return node
 end
@@ -486,15 +454,21 @@ function M.call_site()
   return "a line hidden by a tail call"
 end
 
---- Check what a strategy's run() returned: nil, or a node of this graph
---- (anything else raises, naming the strategy file). Returns the node or nil.
-function M.check_result(ctx, ret, path)
+--- Check what a strategy's run() returned: nil, or a node of this graph.
+--- Returns the node, or nil and (for anything else) a warning naming the
+--- strategy's run function by file:line: the run then reports its best
+--- correct node as if run() had returned nil, so a search that found a
+--- correct kernel keeps it. `run_fn` is the strategy's run function.
+function M.check_result(ctx, ret, path, run_fn)
   if ret == nil then return nil end
   if type(ret) == "table" and ret.id ~= nil and rawget(ctx, "graph"):get(ret.id) == ret then return ret end
   local what = type(ret) == "table" and "a table that is not a node of this run's graph" or
       (type(ret) .. " " .. tostring(ret))
-  util.raise({ exit = 1, kind = "strategy", message = string.format(
-    "strategy %s: run() must return a node of the graph or nil, got %s", path, what) })
+  local where = path
+  local info = type(run_fn) == "function" and debug.getinfo(run_fn, "S")
+  if info and info.source:sub(1, 1) == "@" then where = info.source:sub(2) .. ":" .. info.linedefined end
+  return nil, string.format("strategy %s: run() must return a node of the graph or nil, got %s; "
+    .. "the run's best correct node is reported instead", where, what)
 end
 
 --- Evaluate what an agent produced and turn it into a node spec.
@@ -539,7 +513,8 @@ function Ctx:evaluated(kind, parents, out, extra)
       gbps = res.profile and res.profile.gbps,
       -- the source's measurement record, shared by identical candidates of the run
       source_hash = res.source_hash, measurements = res.measurements, samples = res.samples,
-      latency_min_s = res.latency_min_s, latency_max_s = res.latency_max_s,
+      latency_min_s = res.latency_min_s, latency_max_s = res.latency_max_s, flagged = res.flagged,
+      contended = res.contended,
       timing = res.timing }, -- where this evaluation's time went (compile_s, test_s, ...)
     meta = meta,
   }

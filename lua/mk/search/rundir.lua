@@ -72,6 +72,8 @@ function Run:_wire()
   self.graph.on_add = function(n)
     self:event{ type = "node", id = n.id, key = n.key, kind = n.kind, status = n.status,
       parents = #n.parents > 0 and n.parents or nil, latency_s = n.metrics.latency_s, speedup = n.metrics.speedup,
+      -- the kernel's measurement record: readers pool nodes of one source (mk.search.figure)
+      source_hash = n.metrics.source_hash, measurements = n.metrics.measurements,
       cost = n.cost, spent = self.spent and self.spent() or nil }
   end
   self.graph.on_best = function(n)
@@ -87,9 +89,44 @@ function Run:path(rel) return self.dir .. "/" .. rel end
 --- Seconds since the run started (across resumes).
 function Run:elapsed() return self.offset + (now() - self.mono0) end
 
---- Append one event line. `tbl.type` is required; `t` is added.
+--- Follow the run from this process as it is written: after each event
+--- line is appended, `l.event(e, detail)` is called (e: the event as
+--- written, `t` included; detail: what the caller of run:event handed
+--- beside it, never written), and after run.json is rewritten `l.info(info)`.
+--- How `run --ui` shows the run it serves without reading its files back.
+--- A listener's error is reported on stderr; the run goes on.
+---@param l table {event = fun(e: table, detail: any)?, info = fun(info: table)?}
+function Run:listen(l)
+  if type(l) ~= "table" then error("run:listen: expects a table {event =, info =}", 2) end
+  self.listeners = self.listeners or {}
+  self.listeners[#self.listeners + 1] = l
+end
+
+--- Stop calling listener `l` (no-op when it is not listening).
+function Run:unlisten(l)
+  for i, x in ipairs(self.listeners or {}) do
+    if x == l then
+      table.remove(self.listeners, i)
+      return
+    end
+  end
+end
+
+local function notify(self, what, ...)
+  for _, l in ipairs(self.listeners) do
+    local fn = l[what]
+    if fn then
+      local ok, err = pcall(fn, ...)
+      if not ok then io.stderr:write("mkengine: a listener of the run failed: ", tostring(err), "\n") end
+    end
+  end
+end
+
+--- Append one event line. `tbl.type` is required; `t` is added. `detail`
+--- is handed to the run's listeners (run:listen) and not written.
 ---@param tbl table
-function Run:event(tbl)
+---@param detail any
+function Run:event(tbl, detail)
   if type(tbl) ~= "table" or type(tbl.type) ~= "string" then error("run:event: needs a table with a string `type`", 2) end
   if self.readonly then error("run:event: run was opened readonly", 2) end
   local e = {}
@@ -97,7 +134,9 @@ function Run:event(tbl)
   e.t = math.floor(self:elapsed() * 1000 + 0.5) / 1000
   local ok, line = pcall(rundir.encode, e)
   if not ok then error("run:event: cannot encode event: " .. tostring(line), 2) end
-  return fs.append(self:path("events.jsonl"), line .. "\n", false)
+  local done, err = fs.append(self:path("events.jsonl"), line .. "\n", false)
+  if done and self.listeners then notify(self, "event", e, detail) end
+  return done, err
 end
 
 --- Set run.json's status ("running", "done", "failed", "interrupted", ...);
@@ -115,7 +154,9 @@ function Run:set_status(s)
   if not ok then -- a full disk has no room for the atomic copy; rewriting in place reuses the file's own
     ok = fs.write(self:path("run.json"), rundir.encode(self.info) .. "\n", { atomic = false })
   end
-  return assert(ok, err and err.message)
+  assert(ok, err and err.message)
+  if self.listeners then notify(self, "info", self.info) end
+  return ok
 end
 
 --- Rewrite best/ with the files of the current best node, or of `node`

@@ -16,6 +16,8 @@
 local budget_lib = require("mk.search.budget")
 local cjson = require("cjson")
 local context = require("mk.search.context")
+local figure = require("mk.search.figure")
+local records = require("mk.search.records")
 local eval = require("mk.eval")
 local fs = require("mk.fs")
 local home = require("mk.home")
@@ -98,7 +100,7 @@ function runner.options(strategy, set, path, settings)
   table.sort(known)
   -- options every strategy understands (read by ctx and the agents)
   local common = { kb = true, kb_k = true, kb_chars = true, max_tokens = true, temperature = true,
-    tests_agent = true, iters = true, max_fix = true, tune = true }
+    tests_agent = true, iters = true, max_fix = true, tune = true, settle = true }
   for k, v in pairs(set or {}) do
     if strategy.defaults[k] == nil and not common[k] and settings[k] == nil then
       input_error(string.format("unknown option '%s' for strategy %s (its options: %s)", k, path,
@@ -139,7 +141,7 @@ function runner.strategy_traceback(msg, spath, full)
 end
 
 -- counts every strategy reads: whole numbers >= 0
-local COUNTS = { iters = true, max_fix = true, kb_k = true, kb_chars = true, max_tokens = true }
+local COUNTS = { iters = true, max_fix = true, kb_k = true, kb_chars = true, max_tokens = true, settle = true }
 
 --- A count (an option whose default is a whole number >= 0, or one of the
 --- common counts) must be a whole number >= 0: depth=-1 or width=2.5 is an
@@ -204,7 +206,7 @@ local RUN_OPTIONS = {
   strategy = { text, required = true }, task_dir = { text, required = true }, set = { set_table },
   seed = { function(v) return math.tointeger(v), "a whole number" end }, model = { text }, llm_config = { text },
   llm_cache = { one_of { rw = true, ro = true, off = true } }, budget = { budget_value }, jobs = { whole(1) },
-  timeout = { positive }, workers = { text },
+  timeout = { positive }, workers = { text }, mem_mb = { positive },
 }
 
 --- The run options `info` (what run.json stores as `options`) checked and
@@ -248,39 +250,78 @@ local function make_client(model, llm_config, cache)
   return client, llm
 end
 
-local function summarize_node(n)
+-- The best node as summary.json records it: its figure (the median of its
+-- measurements, with their range) and the nodes still within its noise.
+local function summarize_node(n, ties)
   if not n then return nil end
-  return { node = n.id, speedup = n.metrics and n.metrics.speedup, latency_s = n.metrics and n.metrics.latency_s,
-    timing_kind = n.metrics and n.metrics.timing_kind, timing = n.metrics and n.metrics.timing }
+  local m = n.metrics or {}
+  return { node = n.id, speedup = m.speedup, latency_s = m.latency_s, timing_kind = m.timing_kind, timing = m.timing,
+    measurements = m.measurements, latency_min_s = m.latency_min_s, latency_max_s = m.latency_max_s,
+    spread = m.spread, source_hash = m.source_hash, contended = m.contended,
+    ties = ties and #ties > 0 and ties or nil }
 end
 
--- The best node that also passes the held-out check (nodes failing it are
--- recorded and skipped). Returns node or nil.
--- A node the strategy returned is the only candidate.
--- Nodes of one kernel source share a measurement record (ctx): one of them
--- is a candidate, the latest, whose commit holds every sample (so the
--- summary, `show` and the tree agree), and identical files are checked once.
-local function heldout_best(ctx, chosen)
+-- The correct candidates in `nodes` with a figure, one per kernel source:
+-- the latest node of each (its commit holds every sample taken before it).
+local function one_per_source(nodes)
   local latest = {} -- by source hash (a node without one stands for itself); nodes come in add order
-  for _, n in ipairs(chosen and { chosen } or ctx.graph:nodes()) do
+  for _, n in ipairs(nodes) do
     if n.status == "ok" and n.kind ~= "reference" and n.metrics and n.metrics.latency_s then
       latest[n.metrics.source_hash or n] = n
     end
   end
-  local candidates = {}
-  for _, n in pairs(latest) do candidates[#candidates + 1] = n end -- sorted below
+  local out = {}
+  for _, n in pairs(latest) do out[#out + 1] = n end -- ranked by the caller
+  return out
+end
+
+-- What the strategy returned, as the runner weighs it: nil (the run's
+-- best) when it is the run's fastest kernel (what `return ctx:best()`
+-- gives), else the latest node of its kernel (the one holding its figure).
+local function returned(chosen, all)
+  if not chosen then return nil end
+  local h = chosen.metrics and chosen.metrics.source_hash
+  local latest = chosen
+  if h then
+    for _, n in ipairs(all) do
+      if n.metrics.source_hash == h then latest = n end
+    end
+  end
+  local fastest
+  for _, n in ipairs(all) do
+    if not fastest or n.metrics.latency_s < fastest.metrics.latency_s then fastest = n end
+  end
+  if fastest and fastest == latest then return nil end
+  return latest
+end
+
+-- The best node that also passes the held-out check (nodes failing it are
+-- recorded and skipped), and the ids of the candidates still within its
+-- noise. A node the strategy returned is the only candidate, unless it is
+-- the run's fastest kernel. Otherwise the lead is settled first:
+-- candidates tying with the fastest are re-measured interleaved
+-- (mk.search.records.settle, `settle` rounds, default 3), so the best is
+-- declared beyond noise where measuring can tell.
+local function heldout_best(ctx, chosen)
+  local all = one_per_source(ctx.graph:nodes())
+  chosen = returned(chosen, all)
+  local candidates = chosen and one_per_source({ chosen }) or all
   if chosen and #candidates == 0 then ctx:log("the strategy returned %s, which is not a correct candidate", chosen.id) end
-  table.sort(candidates, function(a, b)
-    if a.metrics.latency_s ~= b.metrics.latency_s then return a.metrics.latency_s < b.metrics.latency_s end
-    return a.id < b.id
-  end)
-  for _, n in ipairs(candidates) do
+  local _, _, rounds = records.settle(ctx, candidates, { rounds = chosen and 0 or ctx.opts.settle })
+  if rounds > 0 then ctx:event { type = "settle", rounds = rounds } end
+  for i, n in ipairs(candidates) do
     local files = {}
     for _, name in ipairs(n:files()) do files[name] = n:file(name) end
     local h = ctx.eval:heldout(files)
     if h.status == "infra" then infra.raise("the held-out check of " .. n.id .. ": " .. tostring(h.message)) end
     ctx:event { type = "heldout", node = n.id, correct = h.correct, status = h.status, message = h.message }
-    if h.correct then return n end
+    if h.correct then
+      local ties = {}
+      for j = i + 1, #candidates do
+        if figure.versus(n.metrics, candidates[j].metrics) == "tie" then ties[#ties + 1] = candidates[j].id end
+      end
+      return n, ties
+    end
     ctx:log("node %s passed the search tests but failed held-out inputs (%s); not reported", n.id, h.status or "?")
   end
   return nil
@@ -301,8 +342,8 @@ end
 -- event.
 local function wire_events(run, progress, client)
   local append = run.event
-  run.event = function(self, e)
-    append(self, e)
+  run.event = function(self, e, detail)
+    append(self, e, detail)
     progress:event(e)
   end
   client.ledger = function(rec)
@@ -319,7 +360,9 @@ local function open_context(o, run, info, task, opts, client, budget, prior, not
   if info.workers then run.pool = pool_lib.open(info.workers, { log = note }) end
   local inlined = fs.exists(run.dir .. "/tests/frozen.json")
   local ev = eval.new(task, { tests_dir = inlined and (run.dir .. "/tests") or nil, suite_cache = not inlined,
-    jobs = info.jobs, seed = info.seed, timeout = info.timeout, pool = run.pool })
+    jobs = info.jobs, seed = info.seed, timeout = info.timeout, pool = run.pool,
+    -- each harness process's memory limit: the run's, else a share of the machine's for the runs at once
+    mem_mb = info.mem_mb, evaluators = o.evaluators })
   run.evaluator = ev -- closed by run/resume whatever happens (it owns temporary work directories)
   local ctx = context.new { task = task, graph = run.graph, run = run, eval = ev, llm = client, opts = opts, agents = o.agents,
     dump_prompts = o.dump_prompts,
@@ -380,7 +423,8 @@ local function reference_node(run, ev, ctx, task)
   return ctx:step("root", function()
     return { parents = {}, kind = "reference", status = "ok", files = { [task.candidate_file] = task.reference },
       plan = "The reference implementation (the baseline).",
-      metrics = { latency_s = base.latency_s, speedup = 1.0, baseline_latency_s = base.latency_s, spread = base.spread },
+      metrics = { latency_s = base.latency_s, speedup = 1.0, baseline_latency_s = base.latency_s, spread = base.spread,
+        contended = base.contended }, -- timed while something else held the CPU, even after a retake
       meta = { baseline = true } }
   end)
 end
@@ -393,8 +437,14 @@ local function run_strategy(o, run, ctx, strategy, spath, opts)
     if type(e) == "table" then return e end
     return runner.strategy_traceback(tostring(e), spath, o.debug)
   end, ctx, opts)
-  if ok then ok, ret = pcall(context.check_result, ctx, ret, spath) end
-  if ok then return ret end
+  if ok then
+    local node, warning = context.check_result(ctx, ret, spath, strategy.run)
+    if warning then -- the strategy's bug: shown even with --quiet
+      run:event { type = "strategy_warning", message = warning }
+      io.stderr:write("mkengine: warning: ", warning, "\n")
+    end
+    return node
+  end
   if infra.is(ret) then error(ret, 0) end -- the machine's or the model endpoint's, not the strategy's
   run:event { type = "strategy_error", message = tostring(type(ret) == "table" and ret.message or ret) }
   run:set_status("failed")
@@ -406,7 +456,7 @@ end
 -- the model calls of every session: how many were replayed from the LLM
 -- cache, how many failed and with which kind of error. `status` overrides
 -- the one the best node gives (a run stopped by its model endpoint).
-local function write_summary(run, info, task, ctx, best, client, opts, resumed, status)
+local function write_summary(run, info, task, ctx, best, client, opts, resumed, status, ties)
   local spent = ctx:spent()
   local calls = ledger.read(run:path("events.jsonl"))
   status = status or (best and "done" or "no_correct_kernel")
@@ -416,7 +466,7 @@ local function write_summary(run, info, task, ctx, best, client, opts, resumed, 
   end
   local summary = {
     strategy = info.strategy, task = task.name, status = status, compiled_nodes = compiled,
-    best = summarize_node(best) or cjson.null,
+    best = summarize_node(best, ties) or cjson.null,
     model = info.model, model_label = client.label, seed = info.seed, options = opts,
     target = task.target, simulation = simtask.note(info.model, { task.target }),
     cost = { input_tokens = spent.input_tokens, output_tokens = spent.output_tokens, usd = spent.usd,
@@ -486,9 +536,10 @@ local function execute(o, run, info, resumed)
     freeze_suite(run, ev, note)
     local root = reference_node(run, ev, ctx, task)
     note(string.format("baseline (reference): %.3f ms", (root.metrics.latency_s or 0) * 1000))
-    return heldout_best(ctx, run_strategy(o, run, ctx, strategy, spath, opts)), root
+    local best, ties = heldout_best(ctx, run_strategy(o, run, ctx, strategy, spath, opts))
+    return best, root, ties
   end
-  local oks, best, root = pcall(search)
+  local oks, best, root, ties = pcall(search)
   if not oks then
     if infra.is(best) and best.cause == "model_unavailable" then -- the summary says so, with the failures
       pcall(write_summary, run, info, task, ctx, nil, client, opts, resumed, "model_unavailable")
@@ -496,13 +547,14 @@ local function execute(o, run, info, resumed)
     error(best, 0)
   end
   if best then run:refresh_best(best) end
-  local summary = write_summary(run, info, task, ctx, best, client, opts, resumed)
+  local summary = write_summary(run, info, task, ctx, best, client, opts, resumed, nil, ties)
   replay_note(summary, client, note)
   if best then
     local m = best.metrics
     note(string.format("best: %s %s (%.3f ms vs %.3f ms) -> %s/best", best.id, m.timing_kind == "interpret"
       and "(interpret timing: no speedup)" or string.format("speedup %.2fx over the baseline", m.speedup or 0),
-      best.metrics.latency_s * 1000, (root.metrics.latency_s or 0) * 1000, run.dir))
+      best.metrics.latency_s * 1000, (root.metrics.latency_s or 0) * 1000, run.dir)
+      .. (ties and #ties > 0 and (" (within the measured noise of " .. table.concat(ties, ", ") .. ")") or ""))
   else
     note("no correct kernel found -> " .. run.dir)
   end
@@ -578,7 +630,7 @@ function runner.run(o)
   local info = {
     strategy = strategy_name, task_dir = fs.realpath(o.task) or o.task, set = o.set or {},
     seed = o.seed or 1, model = o.model, llm_config = o.llm_config, llm_cache = o.llm_cache,
-    budget = o.budget, jobs = o.jobs, timeout = o.timeout,
+    budget = o.budget, jobs = o.jobs, timeout = o.timeout, mem_mb = o.mem_mb,
     workers = o.workers and (fs.realpath(o.workers) or input_error("workers file not found: " .. o.workers)),
   }
   info = runner.check_options(info, "mkengine run")

@@ -46,15 +46,17 @@ end
 
 --- The JSON values of the lines of file `path`, nulls as nil; lines that
 --- are not a JSON object or array (a torn last line of a killed writer)
---- are skipped; a missing file is an empty list.
+--- are skipped; a missing file is an empty list. With `only`, just the
+--- lines containing that text are decoded (one kind of event of a long log).
 ---@param path string
+---@param only string|nil
 ---@return table[]
-function M.read_jsonl(path)
+function M.read_jsonl(path, only)
   local text = fs.read(path)
   local out = {}
   if not text then return out end
   for line in text:gmatch("[^\n]+") do
-    local v = cjson.decode(line)
+    local v = (not only or line:find(only, 1, true)) and cjson.decode(line)
     if type(v) == "table" then out[#out + 1] = unnull(v) end
   end
   return out

@@ -102,8 +102,15 @@ function bench.outcome(summary, run_dir)
   }
 end
 
-local function default_out(strategy)
-  return string.format("runs/bench-%s-%s", os.date("%Y%m%d-%H%M%S"), strategy)
+--- The name a bench is shown under: opts.label, else the strategy's
+--- stem ("beam"; "my/bandit.lua" -> "bandit"), never a path.
+function bench.label(opts)
+  if type(opts.label) == "string" and opts.label ~= "" then return opts.label end
+  return (tostring(opts.strategy):gsub("/+$", ""):match("([^/]+)$") or "bench"):gsub("%.lua$", "")
+end
+
+local function default_out(opts)
+  return string.format("runs/bench-%s-%s", os.date("%Y%m%d-%H%M%S"), util.slug(bench.label(opts), "bench"))
 end
 
 local function copy_opts(o)
@@ -194,7 +201,7 @@ end
 
 -- The bench directory, made and locked: out, lock | nil, err.
 local function open_out(opts)
-  local out = (opts.out or default_out(opts.strategy)):gsub("/+$", "")
+  local out = (opts.out or default_out(opts)):gsub("/+$", "")
   fs.mkdirs(out)
   local lock = fs.lock(out .. "/.bench.lock")
   if not lock then return nil, { kind = "locked", message = out .. " is used by another bench" } end
@@ -207,12 +214,12 @@ local Bench = {}
 Bench.__index = Bench
 
 local function new_bench(opts, tasks, K, conc, out)
-  local b = setmetatable({ opts = opts, tasks = tasks, K = K, out = out, prog = opts.progress,
+  local b = setmetatable({ opts = opts, tasks = tasks, K = K, out = out, prog = opts.progress, conc = conc,
     seed = opts.seed or 1, outcomes = {}, done = 0, failed = 0, total = #tasks * K }, Bench)
   for ti = 1, #tasks do b.outcomes[ti] = {} end
   b.results = {
     kind = "bench", version = 1, suite = opts.suite, suite_name = opts.suite:gsub("/+$", ""):match("([^/]+)$"),
-    strategy = opts.strategy, ["repeat"] = K, model = opts.model, seed = b.seed,
+    strategy = opts.strategy, label = bench.label(opts), ["repeat"] = K, model = opts.model, seed = b.seed,
     options = { set = opts.set, budget = opts.budget, jobs = opts.jobs, llm_config = opts.llm_config, concurrency = conc },
     started = os.date("!%Y-%m-%dT%H:%M:%SZ"), engine_version = home.version, tasks = {},
   }
@@ -251,7 +258,7 @@ end
 
 -- Status-line fields summed over the finished runs.
 function Bench:status_fields()
-  local f = { text = string.format("bench %s: runs %d/%d", self.opts.strategy, self.done, self.total),
+  local f = { text = string.format("bench %s: runs %d/%d", bench.label(self.opts), self.done, self.total),
               nodes = 0, correct = 0, best = nil, tokens = 0, usd = 0, device_s = 0 }
   for ti = 1, #self.tasks do
     for k = 1, self.K do
@@ -274,7 +281,8 @@ function Bench:run_opts(t, k, dir)
   local opts = self.opts
   return { strategy = opts.strategy, task = t.dir, set = copy_opts(opts.set), seed = self.seed + k - 1,
     model = opts.model, llm_config = opts.llm_config, budget = opts.budget and copy_opts(opts.budget),
-    run_dir = dir, quiet = true, jobs = opts.jobs, llm_cache = opts.llm_cache, workers = opts.workers }
+    run_dir = dir, quiet = true, jobs = opts.jobs, llm_cache = opts.llm_cache, workers = opts.workers,
+    mem_mb = opts.mem_mb, evaluators = self.conc } -- the runs at once share the machine's memory
 end
 
 -- The status line, an event and a line of text for a finished run.
@@ -315,10 +323,11 @@ function Bench:run_one(ti, k)
 end
 
 --- Run a bench. opts:
----   suite (dir), strategy (name) — required
+---   suite (dir), strategy (name or path of a .lua file) — required
+---   label (the name results are shown under; default the strategy's stem)
 ---   repeats (K, default 5; `opts["repeat"]` also accepted), out (dir)
 ---   set, seed (base seed, default 1; repeat k uses seed + k - 1), model,
----   llm_config, llm_cache (rw|ro|off), budget (per run), jobs: passed to every run
+---   llm_config, llm_cache (rw|ro|off), budget (per run), jobs, mem_mb: passed to every run
 ---   concurrency (runs at once, default 2)
 ---   runner = fn(run_opts) -> summary (default mk.search.runner's run with the sub-agents)
 ---   resume = fn(run_dir) -> summary (default mk.search.runner's resume)

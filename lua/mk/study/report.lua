@@ -9,6 +9,7 @@ local html = require("mk.study.html")
 local metrics = require("mk.study.metrics")
 local sweep = require("mk.study.sweep")
 local util = require("mk.services.util")
+local figure = require("mk.search.figure")
 local rundir = require("mk.search.rundir")
 
 local report = {}
@@ -201,7 +202,7 @@ function report.load_run(dir)
     end
   end
   for _, n in ipairs(nodes) do n.t = n.t or times[n.id] end
-  report.unify_records(nodes)
+  report.unify_records(nodes, events)
   local data = {
     kind = "run", dir = dir, run = run or {}, summary = summary, events = events, nodes = nodes,
   }
@@ -516,40 +517,37 @@ local function fast_curve_chart(rows, name, xmax)
 end
 
 
---- Nodes with the same source share one measurement record: the one with
---- the most measurements (committed last) is shown on all of them, since a
---- node committed earlier holds the record as it stood then.
-function report.unify_records(nodes)
-  local latest = {}
-  for _, n in ipairs(nodes) do
-    local m = n.metrics or {}
-    local h = m.source_hash
-    if h and (not latest[h] or (num(m.measurements) or 1) > (num(latest[h].measurements) or 1)) then latest[h] = m end
+--- Nodes with the same source share one measurement record: every node of
+--- it shows its kernel's figure (mk.search.figure: the median of all its
+--- measurements, `measure` events of the run included), and an older one
+--- names the node holding it (`same_as`), since its commit holds the record
+--- as it stood then.
+---@param nodes table[] normalised nodes, in add order
+---@param events table[]|nil the run's events
+function report.unify_records(nodes, events)
+  local pool = figure.pool()
+  for _, n in ipairs(nodes) do pool:add(n) end
+  for _, e in ipairs(events or {}) do
+    if e.type == "measure" then pool:measure(e) end
   end
   for _, n in ipairs(nodes) do
-    local m = n.metrics or {}
-    local r = m.source_hash and latest[m.source_hash]
-    if r and r ~= m then
-      for _, k in ipairs({ "latency_s", "speedup", "measurements", "samples", "latency_min_s", "latency_max_s" }) do
-        m[k] = r[k]
+    local f, holder = pool:of(n)
+    if f and n.metrics.source_hash then
+      for _, k in ipairs({ "latency_s", "speedup", "measurements", "samples", "latency_min_s", "latency_max_s",
+        "contended" }) do
+        n.metrics[k] = f[k]
       end
+      n.same_as = holder
     end
   end
   return nodes
 end
 
---- The latency range a node's measurement supports: min-max over its
---- measurements when it was measured more than once, else the middle 80 %
---- of its one benchmark's timed calls (spread = (p90 - p10) / median).
+--- The latency range a node's measurement supports (mk.search.figure.range):
+--- over its measurements when it was measured more than once, else the
+--- middle 80 % of its one benchmark's timed calls.
 function report.latency_range(n)
-  local m = n.metrics or {}
-  local lat = num(m.latency_s)
-  if not lat then return nil end
-  if (num(m.measurements) or 1) > 1 and num(m.latency_min_s) and num(m.latency_max_s) then
-    return m.latency_min_s, m.latency_max_s
-  end
-  local sp = num(m.spread) or 0
-  return lat * (1 - sp / 2), lat * (1 + sp / 2)
+  return figure.range(n.metrics or {})
 end
 
 -- "3× 1.20–1.31 ms" or "±4 %": the measurement spread of a node.
@@ -798,8 +796,9 @@ local function sweep_body(sw, store)
   if #groups > 0 then
     parts[#parts + 1] = "<h2>By parameter</h2><p class=\"sub\">each value of each swept parameter over its runs "
       .. "(seeds and the other parameters): best speedup of a run (1.00× when it found no correct kernel), "
-      .. "bench geomean; median, a 95 % bootstrap interval of it, min–max</p><table><tr><th class=\"l\">parameter</th>"
-      .. "<th class=\"l\">value</th><th>median</th><th>95 % interval</th><th>min</th><th>max</th><th>runs</th><th>correct</th></tr>"
+      .. "a bench's geomean over its tasks per repeat; median, a 95 % bootstrap interval of it, min–max</p><table><tr>"
+      .. "<th class=\"l\">parameter</th><th class=\"l\">value</th><th>median</th><th>95 % interval</th><th>min</th>"
+      .. "<th>max</th><th>n</th><th>correct</th></tr>"
     for _, g in ipairs(groups) do
       parts[#parts + 1] = string.format('<tr><td class="l">%s</td><td class="l">%s</td><td>%s</td><td>%s – %s</td><td>%s</td>'
         .. "<td>%s</td><td>%d</td><td>%d</td></tr>", esc(g.param), esc(g.value), fmt_x(g.median), fmt(g.low), fmt(g.high),
@@ -838,7 +837,7 @@ function report.html(data)
     return page(title, run_sub(data), run_body(data, store, ""), store)
   elseif data.kind == "bench" then
     local r = data.results
-    local title = string.format("%s on suite %s", r.strategy or "?", r.suite_name or r.suite or "?")
+    local title = string.format("%s on suite %s", r.label or r.strategy or "?", r.suite_name or r.suite or "?")
     local bits = { "bench, " .. #(r.tasks or {}) .. " tasks × " .. fmt_count(r["repeat"]) .. " repeats" }
     if r.simulation then bits[#bits + 1] = "<b>" .. esc(r.simulation) .. "</b>" end
     if r.model then bits[#bits + 1] = "model <b>" .. esc(r.model_label or r.model) .. "</b>" end

@@ -120,6 +120,29 @@ local function run_entry(S, o)
   return res
 end
 
+--- One value per repeat of a bench's results: the geomean over its tasks
+--- of that repeat's best speedup (1.0 for a task whose run found no
+--- correct kernel). Each repeat is a replicate of the whole bench (its own
+--- seed), so these are the units the by-parameter statistics sample.
+function sweep.repeat_speedups(res)
+  local logs, counts = {}, {}
+  for _, row in ipairs(res.tasks or {}) do
+    for _, r in ipairs(row.runs or {}) do
+      local k = math.tointeger(r["repeat"])
+      if k then
+        local sp = (r.correct and tonumber(r.speedup) and r.speedup > 0) and r.speedup or 1.0
+        logs[k] = (logs[k] or 0) + math.log(sp)
+        counts[k] = (counts[k] or 0) + 1
+      end
+    end
+  end
+  local out = {}
+  for k = 1, math.tointeger(res["repeat"]) or #logs do
+    if counts[k] then out[#out + 1] = math.exp(logs[k] / counts[k]) end
+  end
+  return out
+end
+
 -- mk.bench: a strategy over a suite, recorded as an entry.
 local function bench_entry(S, o)
   if type(o) ~= "table" then error("mk.bench: argument must be a table", 2) end
@@ -142,6 +165,7 @@ local function bench_entry(S, o)
   for i, r in ipairs(res.tasks) do
     e.tasks[i] = { task = r.task, correct = r.correct, compiled = r.compiled, speedup = r.speedup, cost = r.cost }
   end
+  e.repeat_speedups = sweep.repeat_speedups(res)
   e.failed_runs = res.failed_runs
   e.simulation = res.simulation -- a simulated bench (docs/simulator.md)
   save(S, false)
@@ -279,13 +303,19 @@ function sweep.run_file(file, opts)
   return mk.results
 end
 
--- The number an entry contributes to its group: a run's best speedup (1.0,
--- the reference, when it found no correct kernel), a bench's geomean.
-local function entry_value(e)
-  if e.kind == "bench" and e.aggregate then return e.aggregate.geomean_speedup, e.aggregate.correct > 0 end
+-- The numbers an entry contributes to its group, and whether it found a
+-- correct kernel: a run's best speedup (1.0, the reference, when it found
+-- none); a bench's value per repeat (sweep.repeat_speedups: every run
+-- counts, not one geomean per bench).
+local function entry_values(e)
+  if e.kind == "bench" and e.aggregate then
+    local vs = e.repeat_speedups
+    if type(vs) ~= "table" or #vs == 0 then vs = { e.aggregate.geomean_speedup } end -- a sweep made before
+    return vs, e.aggregate.correct > 0
+  end
   if e.summary then
     local b = type(e.summary.best) == "table" and e.summary.best.speedup
-    return b or 1.0, b ~= nil
+    return { b or 1.0 }, b ~= nil
   end
   return nil
 end
@@ -305,8 +335,8 @@ function sweep.groups(results)
   local by = {} -- param -> value text -> row
   local raw = {}
   for _, e in ipairs(results.entries or {}) do
-    local v, ok = entry_value(e)
-    if v and not e.error then
+    local vs, ok = entry_values(e)
+    if vs and not e.error then
       local p = e.params or {}
       local pairs_ = {}
       for _, k in ipairs(PARAMS) do if p[k] ~= nil then pairs_[#pairs_ + 1] = { k, p[k] } end end
@@ -321,7 +351,7 @@ function sweep.groups(results)
           by[k][text] = row
           raw[#raw + 1] = row
         end
-        row.values[#row.values + 1] = v
+        for _, v in ipairs(vs) do row.values[#row.values + 1] = v end
         if ok then row.correct = row.correct + 1 end
       end
     end
@@ -355,10 +385,10 @@ end
 function sweep.format_groups(results)
   local rows = sweep.groups(results)
   if #rows == 0 then return "" end
-  local L = { "by parameter (best speedup per run, 1.0x when none was correct; median over its runs, "
-    .. "95% bootstrap interval of the median, min-max):" }
+  local L = { "by parameter (a run's best speedup, a bench repeat's geomean over its tasks; 1.0x when none was "
+    .. "correct; median over all of them, 95% bootstrap interval of the median, min-max):" }
   for _, r in ipairs(rows) do
-    L[#L + 1] = string.format("  %-14s %-12s median %6.2fx  [%.2f, %.2f]  (min %.2fx, max %.2fx, %d runs, %d correct)",
+    L[#L + 1] = string.format("  %-14s %-12s median %6.2fx  [%.2f, %.2f]  (min %.2fx, max %.2fx, n %d, %d entries correct)",
       r.param, r.value:sub(1, 12), r.median, r.low, r.high, r.min, r.max, r.n, r.correct)
   end
   return table.concat(L, "\n") .. "\n"

@@ -2,8 +2,10 @@
 ---
 --- Serves the pages (assets from lua/mk/ui/assets, no CDN), a JSON API over
 --- the run directories under one root, and a Server-Sent Events stream per
---- open run page: what was appended to the run's node index and event log
---- is pushed within 100 ms, read incrementally (mk.ui.runs). Writes
+--- open run page: what the run committed is pushed within 100 ms, handed
+--- over by the engine when it is the run this engine writes (`run --ui`),
+--- else read from what was appended to its node index and event log
+--- (mk.ui.runs). Writes
 --- (answers to questions, stop) need the token printed at start, sent as the
 --- X-MK-Token header (a header, not a cookie: another site cannot make a
 --- browser send it). Requests are answered by tasks of the engine's loop;
@@ -16,7 +18,6 @@ local json = require "cjson.safe"
 local task = require "mk.services.task"
 local ask = require "mk.search.ask"
 local runs = require "mk.ui.runs"
-local node = require "mk.ui.node"
 
 local M = {}
 
@@ -51,12 +52,41 @@ local function fail(req, status, msg) return send_json(req, status, { error = ms
 
 -- ---- pages and assets ---------------------------------------------------------
 
+local function read_asset(name) return fs.read(home.path("lua/mk/ui/assets/" .. name)) end
+
 function Server:asset(req, name) -- luacheck: ignore 212/self
   local ext = name:match("^[%w_-]+%.(%a+)$")
   if not ext or not ASSET_TYPES[ext] then return fail(req, 404, "no such asset") end
-  local data = fs.read(home.path("lua/mk/ui/assets/" .. name))
+  local data = read_asset(name)
   if not data then return fail(req, 404, "no such asset") end
   return req:respond(200, data, headers(ASSET_TYPES[ext]))
+end
+
+-- The tags of a page that link the style sheet and the script, and what
+-- puts each inline.
+local INLINE = {
+  { tag = '<link rel="stylesheet" href="/assets/ui.css">', name = "ui.css", open = "<style>", close = "</style>" },
+  { tag = '<script src="/assets/ui.js"></script>', name = "ui.js", open = "<script>", close = "</script>" },
+}
+
+-- An HTML page with its style sheet and script inline: one request where
+-- there were three, each of which costs the engine a task and the HTTP
+-- library's work. The assets stay files, read at each request.
+function Server:page(req, name) -- luacheck: ignore 212/self
+  local html = read_asset(name)
+  if not html then return fail(req, 404, "no such page") end
+  local parts, pos = {}, 1
+  for _, x in ipairs(INLINE) do
+    local a, b = html:find(x.tag, pos, true)
+    local body = a and read_asset(x.name)
+    if body and not body:lower():find(x.close, 1, true) then
+      parts[#parts + 1] = html:sub(pos, a - 1)
+      parts[#parts + 1] = x.open .. body .. x.close
+      pos = b + 1
+    end
+  end
+  parts[#parts + 1] = html:sub(pos)
+  return req:respond(200, table.concat(parts), headers(ASSET_TYPES.html))
 end
 
 -- A bench or sweep: the HTML report mk.study.report draws for it.
@@ -71,77 +101,122 @@ end
 
 -- ---- watched runs and their streams ------------------------------------------
 
+-- The run with this id, followed from its files, or from the engine itself
+-- when it is the run this engine is writing (o.run of M.start).
 function Server:watch(id)
   local w = self.watches[id]
   if w then return w end
   local dir, why = runs.resolve(self.root, id)
   if not dir then return nil, why end
   if not fs.exists(dir .. "/run.json") then return nil, "not a run" end
-  w = runs.watch(dir)
-  w.id, w.streams = id, {}
-  w:poll()
+  if self.run and id == self.single then
+    w = runs.feed(self.run)
+    w.on_change = function() self:soon(w) end -- counted in w.cpu_s
+  else
+    w = runs.watch(dir)
+    w:poll()
+  end
+  w.id, w.streams, w.sent_at = id, {}, task.now()
   self.watches[id] = w
   return w
 end
 
 local function sse(name, v) return "event: " .. name .. "\ndata: " .. json.encode(v) .. "\n\n" end
 
--- Push text to every stream of w; forget those whose client went away.
-local function broadcast(w, text)
+-- Push text to every stream of w (within `within` seconds: mk.httpd
+-- holds it to go out with later sends); forget those whose client went away.
+local function broadcast(w, text, within)
   local keep = {}
   for _, s in ipairs(w.streams) do
-    if s:send(text) then keep[#keep + 1] = s end
+    if s:send(text, within) then keep[#keep + 1] = s end
   end
   w.streams = keep
+  w.sent_at = task.now()
 end
 
--- Push what was appended to w's files since the last look to its streams.
--- Returns whether anything was sent.
-function Server:tick(w) -- luacheck: ignore 212/self
+-- Push what is new in w (mk.ui.runs: read from its files, or handed over
+-- by the engine) to its streams, within `within` seconds (default at
+-- once). Returns whether anything was sent.
+function Server:tick(w, within) -- luacheck: ignore 212/self
   local nodes, events, changed = w:poll()
   local parts = {}
   if #nodes > 0 then
     local list = {}
-    for i, n in ipairs(nodes) do list[i] = runs.public_node(n) end
+    for i, n in ipairs(nodes) do list[i] = runs.public_node(n, w.pool) end
     parts[#parts + 1] = sse("nodes", list)
   end
-  if #events > 0 then parts[#parts + 1] = sse("events", { events = events, curve = w.curve, spent = w.spent, best = w.best }) end
+  if #events > 0 or w.moved then
+    parts[#parts + 1] = sse("events", { events = events, curve = w.curve, spent = w.spent, best = w.best })
+    w.moved = false
+  end
   if changed then parts[#parts + 1] = sse("info", w.info) end
   for _, e in ipairs(events) do
     if e.type == "question" or e.type == "decision" then
-      parts[#parts + 1] = sse("questions", ask.pending(w.dir))
+      parts[#parts + 1] = sse("questions", w:questions())
       break
     end
   end
-  if #parts > 0 then broadcast(w, table.concat(parts)) end
-  return #parts > 0
+  if #parts == 0 then return false end
+  broadcast(w, table.concat(parts), within)
+  return true
 end
 
--- The ticker of a watched run: runs while it has streams.
+-- fn(...), its CPU time counted as the viewer's.
+function Server:timed(fn, ...)
+  local c0 = os.clock()
+  fn(...)
+  self.cpu_s = self.cpu_s + (os.clock() - c0)
+end
+
+-- The ticker of a run followed from its files: looks every TICK_S while it
+-- has streams.
 function Server:tick_loop(w)
-  local idle = 0
   while #w.streams > 0 and not self.closed do
     task.sleep(M.TICK_S)
-    local c0 = os.clock()
-    idle = self:tick(w) and 0 or idle + M.TICK_S
-    self.cpu_s = self.cpu_s + (os.clock() - c0)
-    if idle >= M.HEARTBEAT_S then
-      broadcast(w, ": still here\n\n")
-      idle = 0
-    end
+    self:timed(self.tick, self, w)
+    self:heartbeat(w)
   end
   w.ticker = nil
+end
+
+-- An idle stream still gets a comment every HEARTBEAT_S (a client that went
+-- away is noticed and forgotten).
+function Server:heartbeat(w) -- luacheck: ignore 212/self
+  if task.now() - w.sent_at >= M.HEARTBEAT_S then broadcast(w, ": still here\n\n") end
+end
+
+-- The keeper of a run fed by the engine: nothing to look at, only the
+-- heartbeat, while it has streams.
+function Server:keep_loop(w)
+  while #w.streams > 0 and not self.closed do
+    task.sleep(M.HEARTBEAT_S)
+    self:heartbeat(w)
+  end
+  w.ticker = nil
+end
+
+-- The engine committed something to a fed run: it is encoded at once,
+-- while the engine's code and data are still in the caches (no task wakes
+-- for it), and goes out within TICK_S, in one write with whatever else
+-- comes meanwhile (mk.httpd holds it). With no page open it is only
+-- folded into the run's state.
+function Server:soon(w)
+  if #w.streams == 0 or self.closed then
+    w:poll()
+    return
+  end
+  self:tick(w, M.TICK_S)
 end
 
 function Server:live(req, id)
   local w, why = self:watch(id)
   if not w then return fail(req, 404, why) end
-  w:poll()
+  self:tick(w) -- what is new reaches the pages already open; this one gets it in its state
   local h = headers("text/event-stream; charset=utf-8")
   req:stream(200, h)
   req:send("retry: 1000\n\n" .. sse("state", w:state()))
   w.streams[#w.streams + 1] = req
-  if not w.ticker then w.ticker = task.spawn(self.tick_loop, self, w) end
+  if not w.ticker then w.ticker = task.spawn(w.run and self.keep_loop or self.tick_loop, self, w) end
 end
 
 -- ---- writes --------------------------------------------------------------------
@@ -162,8 +237,8 @@ function Server:answer(req, w) -- luacheck: ignore 212/self
   return fail(req, 500, err.message)
 end
 
-function Server:stop(req, w) -- luacheck: ignore 212/self
-  w:poll()
+function Server:stop(req, w)
+  self:tick(w)
   local session = math.tointeger(w.info.resumed) or 0
   local ok, err = fs.write(w.dir .. "/stop.json", json.encode { by = "browser", session = session, at = os.time() } .. "\n",
     { atomic = true, sync = true })
@@ -191,9 +266,9 @@ local function unescape(s)
 end
 
 function Server:get(req, path)
-  if path == "/" or path == "/index.html" then return self:asset(req, "index.html") end
+  if path == "/" or path == "/index.html" then return self:page(req, "index.html") end
   if path == "/favicon.ico" then return req:respond(204, "", NO_STORE) end
-  if path:match("^/run/") or path == "/run" then return self:asset(req, "run.html") end
+  if path:match("^/run/") or path == "/run" then return self:page(req, "run.html") end
   local name = path:match("^/assets/(.+)$")
   if name then return self:asset(req, name) end
   if path == "/api/runs" then return send_json(req, 200, { runs = runs.list(self.root), single = self.single }) end
@@ -205,8 +280,8 @@ function Server:get(req, path)
   if nrun then
     local w, why = self:watch(nrun)
     if not w then return fail(req, 404, why) end
-    w:poll()
-    local d, err = node.details(w, nid)
+    self:tick(w) -- a node committed since the last look is known
+    local d, err = require("mk.ui.node").details(w, nid) -- loaded at the first click, not by every --ui run
     if not d then return fail(req, 404, err) end
     return send_json(req, 200, d)
   end
@@ -248,26 +323,43 @@ function Server:serve_loop()
 end
 
 --- Start serving. o: root (directory of runs, or one run), host (default
---- 127.0.0.1), port (0: a free one), single (the id of the run shown first,
---- for `run --ui`). Returns the server {url, token, port}; :close() stops.
+--- 127.0.0.1), port (0: a free one), single (the id of the run shown first;
+--- "" when root is itself a run), run (the mk.search.rundir run this engine
+--- is writing, `run --ui`: the run `single` names is then followed from
+--- the engine, not from its files). Returns the server {url, token, port};
+--- :close() stops.
 function M.start(o)
   local srv, err = httpd.listen { host = o.host or "127.0.0.1", port = o.port or 0 }
   if not srv then return nil, err end
+  local single = o.single
+  if single == nil and (o.run or fs.exists(o.root .. "/run.json")) then single = "" end
   local self = setmetatable({ srv = srv, root = o.root, host = o.host or "127.0.0.1", port = srv:port(),
-    token = o.token or new_token(), watches = {}, single = o.single, cpu_s = 0 }, Server)
+    token = o.token or new_token(), watches = {}, single = single, run = o.run, cpu_s = 0 }, Server)
   local shown = self.host == "0.0.0.0" and "127.0.0.1" or self.host
   self.url = string.format("http://%s:%d/", shown, self.port)
-  if o.single then self.url = self.url .. "run/" .. o.single end
+  if single then self.url = self.url .. "run/" .. single end
   self.loop = task.spawn(self.serve_loop, self)
   return self
 end
 
---- CPU seconds the viewer cost this engine so far: its Lua work (requests,
---- ticks) and the HTTP library's.
+--- Count `seconds` of CPU spent for the viewer outside its own calls
+--- (loading its modules) as its cost.
+function Server:charge(seconds)
+  self.cpu_s = self.cpu_s + seconds
+  self.load_cpu_s = (self.load_cpu_s or 0) + seconds
+end
+
+--- CPU seconds the viewer cost this engine so far: its Lua work (loading
+--- it, requests, ticks, pushes, and taking what a fed run's engine hands
+--- over) and the HTTP library's; then, of that, the loading and the
+--- library's.
+---@return number total, number loading, number library
 function Server:cpu()
   local st = self.srv and not self.closed and self.srv:stats()
   self.lib_cpu_s = st and st.cpu_s or self.lib_cpu_s or 0
-  return self.cpu_s + self.lib_cpu_s
+  local fed = 0
+  for _, w in pairs(self.watches) do fed = fed + w.cpu_s end
+  return self.cpu_s + self.lib_cpu_s + fed, self.load_cpu_s or 0, self.lib_cpu_s
 end
 
 function Server:close()
@@ -275,9 +367,11 @@ function Server:close()
   self.closed = true
   for _, w in pairs(self.watches) do
     w.polls = 0 -- the last look reads run.json too: the page sees how the run ended
-    pcall(self.tick, self, w)
+    pcall(self.timed, self, self.tick, self, w)
     for _, s in ipairs(w.streams) do s:close() end
     w.streams = {}
+    w:close()
+    if w.ticker then w.ticker:cancel() end
   end
   self.srv:close()
 end

@@ -16,4 +16,19 @@ function M.teardown(pallas)
   pallas.env = nil
 end
 
+--- `mkengine eval TASK kernel.py --json --no-profile --fresh` of the source
+--- `src` on this CPU (TPU interpret mode, a cache of its own): the decoded
+--- object (the test fails when it does not exit 0). `t`: the test library.
+function M.eval_json(t, task, src)
+  local fs = require "mk.fs"
+  local mk = fs.realpath((os.getenv("MKENGINE_BUILD") or "build") .. "/mkengine")
+  local d = t.tmpdir("mk-eval-json-")
+  assert(fs.write(d .. "/kernel.py", src))
+  local code, out = t.sh("MKENGINE_CACHE=" .. d .. "/cache JAX_PLATFORMS=cpu MK_PALLAS_POISON_MB=1 " .. mk ..
+    " eval " .. task .. " " .. d .. "/kernel.py --json --no-profile --fresh")
+  fs.rm_rf(d)
+  t.eq(code, 0, out)
+  return require("cjson").decode(out:match("([^\n]+)\n*$"))
+end
+
 return M

@@ -106,7 +106,8 @@
 
   function addNodes(list) {
     for (const n of list) {
-      if (S.byId.has(n.id)) continue;
+      // a known node again: its kernel was measured again (the figure is the median of all)
+      if (S.byId.has(n.id)) { const o = S.byId.get(n.id); for (const k of ["latency_s", "speedup", "measurements", "same_as"]) o[k] = n[k]; continue; }
       n.parents = arr(n.parents);
       S.nodes.push(n);
       S.byId.set(n.id, n);
@@ -228,7 +229,7 @@
   }
 
   // ---- node list, curve, spend, log ------------------------------------------
-  function speedupText(n) { return typeof n.speedup === "number" ? n.speedup.toFixed(2) + "×" : "–"; }
+  function speedupText(n) { return typeof n.speedup === "number" ? n.speedup.toFixed(2) + "×" + (n.same_as ? " = " + n.same_as : "") : "–"; }
   function renderList() {
     const body = $("node-list").tBodies[0];
     const last = S.nodes.slice(-40).reverse();
@@ -284,7 +285,7 @@
   function logEvent(e) {
     let text = null;
     if (e.type === "log") text = e.message;
-    else if (e.type === "best") text = `new best ${e.id}: ${typeof e.speedup === "number" ? e.speedup.toFixed(2) + "×" : ""}`;
+    else if (e.type === "best") text = `new best ${e.id}: ${speedupText(S.byId.get(e.id) || e)}`;
     else if (e.type === "question") text = `question: ${e.title || e.kind}`;
     else if (e.type === "decision") text = `decision: ${e.verb}${e.choice ? " " + e.choice : ""} (by ${e.by})`;
     else if (e.type === "resume") text = "resumed";

@@ -17,6 +17,12 @@ input changes). Parsing and planning need no JAX; choose() runs it.
 import ast
 import re
 
+from .compare import compare_outputs
+from .errors import HarnessError
+from .inputs import config_scope, entry_fn, make_inputs
+from .jaxcall import _clock, _leaves, _to_numpy, jit_static
+from .limits import PHASE
+
 FLOOR = 8          # no size scales below this (nor do sizes at or below it change)
 TARGET = 256       # the first factor tried brings the largest size to about this
 START_FLOPS = 2e9      # FLOPs of one reference call at the first scale accepted...
@@ -313,7 +319,7 @@ class Attempt:
         return out
 
 
-def _abstract_inputs(h, jax, task, ref, dtype, fn):
+def _abstract_inputs(jax, task, ref, dtype, fn):
     """(dynamic inputs, statics) of this scale traced abstractly: arrays as
     ShapeDtypeStructs, Python values as they are; nothing is allocated.
     None when the inputs function needs concrete values (group sizes
@@ -321,7 +327,7 @@ def _abstract_inputs(h, jax, task, ref, dtype, fn):
     box = {}
 
     def arrays():
-        dyn, statics = h.make_inputs(task, ref, 0, None, dtype, fn)
+        dyn, statics = make_inputs(task, ref, 0, None, dtype, fn)
         box["dyn"], box["statics"] = dyn, statics
         return [x for x in dyn if hasattr(x, "shape")]
     try:
@@ -331,18 +337,18 @@ def _abstract_inputs(h, jax, task, ref, dtype, fn):
     return [next(shapes) if hasattr(x, "shape") else x for x in box["dyn"]], box["statics"]
 
 
-def _abstract_cost(h, jax, task, ref, dtype, a):
+def _abstract_cost(jax, task, ref, dtype, a):
     """Bytes of a's inputs and FLOPs of one reference call, from shapes
     alone, before anything is made (a 3-D convolution's inputs take longer
     to make than its FLOPs take to count). Sets a.input_bytes and a.flops
     when they can be known this way."""
-    ab = _abstract_inputs(h, jax, task, ref, dtype, a.inputs_fn)
+    ab = _abstract_inputs(jax, task, ref, dtype, a.inputs_fn)
     if ab is None:
         return
     dyn, statics = ab
     try:
         a.input_bytes = int(sum(x.size * x.dtype.itemsize for x in dyn if hasattr(x, "shape")))
-        a.flops = _flops(h.jit_static(jax, h.entry_fn(task, ref, statics), dyn).lower(*dyn))
+        a.flops = _flops(jit_static(jax, entry_fn(task, ref, statics), dyn).lower(*dyn))
     except Exception:  # the reference fails on these shapes (or odd dtypes): running it says how
         a.flops = None
 
@@ -357,18 +363,18 @@ def _flops(lowered):
     return float((ca or {}).get("flops", 0) or 0) or None
 
 
-def passes_as(h, got, want, tol):
+def passes_as(got, want, tol):
     """Whether outputs `got` pass the suite's own check against `want`
-    (harness.compare_outputs with the task's tolerance): a kernel returning
+    (compare_outputs with the task's tolerance): a kernel returning
     them would be called correct. Float rounding (a mean of normalised
     values is 0 only up to it) is no difference. Scalars are compared as
     one-element arrays, as the frozen files store them."""
     import numpy as np
     one_d = [np.atleast_1d(np.asarray(x)) for x in got], [np.atleast_1d(np.asarray(x)) for x in want]
-    return h.compare_outputs(one_d[0], one_d[1], tol["atol"], tol["rtol"])["ok"]
+    return compare_outputs(one_d[0], one_d[1], tol["atol"], tol["rtol"])["ok"]
 
 
-def _trivial(h, np, outs, tol):
+def _trivial(np, outs, tol):
     """Why the reference's outputs cannot tell a right kernel from a wrong
     one (None when they can): constant means that every non-scalar output
     filled with its own mean would pass the check."""
@@ -380,7 +386,7 @@ def _trivial(h, np, outs, tol):
     big = [o for o in floats if o.size > 1]  # a scalar (a mean loss) is judged by the input change
     if big and not any(o.any() for o in big):
         return ZEROS
-    if big and passes_as(h, [np.full_like(o, o.mean()) for o in big], big, tol):
+    if big and passes_as([np.full_like(o, o.mean()) for o in big], big, tol):
         return CONSTANT
     return None
 
@@ -405,27 +411,27 @@ def _changed_input(jax, np, dyn):
     return None
 
 
-def _run_reference(h, jax, task, ref, dtype, a, budget):
+def _run_reference(jax, task, ref, dtype, a, budget):
     """Make the inputs and run the reference at a's scale; sets a.reason
     when this scale is refused. Returns the outputs."""
     np = __import__("numpy")
-    dyn, statics = h.make_inputs(task, ref, 0, None, dtype, a.inputs_fn)
+    dyn, statics = make_inputs(task, ref, 0, None, dtype, a.inputs_fn)
     a.made = True
     a.input_bytes = sum(int(x.nbytes) for x in dyn if hasattr(x, "nbytes"))
-    fn = h.jit_static(jax, h.entry_fn(task, ref, statics), dyn)
+    fn = jit_static(jax, entry_fn(task, ref, statics), dyn)
     if a.flops is None:
         a.flops = _flops(fn.lower(*dyn))
     if _over_budget(a, budget):
         return None
-    t0 = h._clock()
-    outs = [h._to_numpy(o) for o in h._leaves(fn(*dyn))]
-    a.call_s = h._clock() - t0
+    t0 = _clock()
+    outs = [_to_numpy(o) for o in _leaves(fn(*dyn))]
+    a.call_s = _clock() - t0
     tol = task["tolerance"]
-    a.reason = _trivial(h, np, outs, tol)
+    a.reason = _trivial(np, outs, tol)
     changed = None if a.reason else _changed_input(jax, np, dyn)
     if changed is not None:
-        outs2 = [h._to_numpy(o) for o in h._leaves(fn(*changed))]
-        if passes_as(h, outs2, outs, tol):  # the same within the tolerance: a kernel ignoring it would pass
+        outs2 = [_to_numpy(o) for o in _leaves(fn(*changed))]
+        if passes_as(outs2, outs, tol):  # the same within the tolerance: a kernel ignoring it would pass
             a.reason = INDEPENDENT
     if a.reason and a.unscalable:  # its own sizes are all there is: frozen, with a warning
         a.warning, a.reason = a.reason + ": these tests cannot tell every wrong kernel from a right one", None
@@ -440,12 +446,12 @@ def _over_budget(a, budget):
     return a.too_big
 
 
-def try_factor(h, jax, task, ref, dtype, syms, f, max_input_bytes, budget=FLOP_BUDGET, tier=None):
+def try_factor(jax, task, ref, dtype, syms, f, max_input_bytes, budget=FLOP_BUDGET, tier=None):
     """An Attempt at factor f (its reason set when refused); the cost is
     checked from shapes before any input is made."""
     p = plan(syms, f, tier)
     a = Attempt(f, p)
-    h.PHASE["now"] = "running the reference at scale factor %d%s" % (f, " (%s only)" % tier if tier else "")
+    PHASE["now"] = "running the reference at scale factor %d%s" % (f, " (%s only)" % tier if tier else "")
     if f > 1 and not p["config"] and not p["inputs"]:
         a.reason = "nothing to scale"
         return a
@@ -453,8 +459,8 @@ def try_factor(h, jax, task, ref, dtype, syms, f, max_input_bytes, budget=FLOP_B
         if p["inputs"]:
             a.inputs_fn = scaled_inputs_fn(task["reference"], task["reference_file"], task["inputs_fn"],
                                            p["inputs"], vars(ref))
-        with h.config_scope(ref, p["config"]):
-            _abstract_cost(h, jax, task, ref, dtype, a)
+        with config_scope(ref, p["config"]):
+            _abstract_cost(jax, task, ref, dtype, a)
             limit = max_input_bytes if a.unscalable else SCALED_INPUT_BYTES
             if a.input_bytes and limit and a.input_bytes > limit:
                 a.too_big = True
@@ -462,8 +468,8 @@ def try_factor(h, jax, task, ref, dtype, syms, f, max_input_bytes, budget=FLOP_B
                 return a
             if _over_budget(a, budget):
                 return a
-            _run_reference(h, jax, task, ref, dtype, a, budget)
-    except h.HarnessError:
+            _run_reference(jax, task, ref, dtype, a, budget)
+    except HarnessError:
         raise
     except Exception as e:  # the reference fails at this scale: another is tried
         a.reason = "the reference fails: %s: %s" % (type(e).__name__, str(e).splitlines()[0][:300] if str(e) else "")
@@ -486,7 +492,7 @@ def _task_property(tried):
     return len(tried) >= 3 and all(a.reason in TASK_PROPERTIES for a in tried[-3:])
 
 
-def _search(h, jax, task, ref, dtype, syms, order, ctx, tier=None):
+def _search(jax, task, ref, dtype, syms, order, ctx, tier=None):
     """The first Attempt accepted among the factors `order` (None when none
     is); every attempt is appended to ctx["tried"]."""
     mine, floor = [], 0
@@ -494,9 +500,9 @@ def _search(h, jax, task, ref, dtype, syms, order, ctx, tier=None):
     for f in order:
         if f <= floor:
             continue
-        if _hopeless(mine) or _task_property(mine) or h._clock() > ctx["end"]:
+        if _hopeless(mine) or _task_property(mine) or _clock() > ctx["end"]:
             break
-        a = try_factor(h, jax, task, ref, dtype, syms, f, ctx["max_input_bytes"], budget, tier)
+        a = try_factor(jax, task, ref, dtype, syms, f, ctx["max_input_bytes"], budget, tier)
         if a.too_big:
             floor = f
         elif a.reason:
@@ -518,20 +524,20 @@ def _widths_differ(syms):
     return any(WIDTH.search(k) for k in names) and not all(WIDTH.search(k) for k in names)
 
 
-def choose(h, jax, task, ref, dtype, target, max_input_bytes=None, log=None):
+def choose(jax, task, ref, dtype, target, max_input_bytes=None, log=None):
     """The chosen Attempt and the list of all attempts; raises
-    h.HarnessError('cannot_freeze') naming why when no factor works.
+    HarnessError('cannot_freeze') naming why when no factor works.
     Every size is scaled by the factor first; when the reference fails at
     every factor so tried, the widths alone are (WIDTH)."""
     syms = symbols(task["reference"], task["inputs_fn"], task.get("config"), task["entry"])
     if not target:  # the task's own sizes (a device): nothing to choose, no budget
         return Attempt(1, plan(syms, 1)), []
-    ctx = {"tried": [], "end": h._clock() + SEARCH_S, "max_input_bytes": max_input_bytes, "log": log}
+    ctx = {"tried": [], "end": _clock() + SEARCH_S, "max_input_bytes": max_input_bytes, "log": log}
     order = factors(syms, target)
-    a = _search(h, jax, task, ref, dtype, syms, order, ctx)
+    a = _search(jax, task, ref, dtype, syms, order, ctx)
     failed = any((t.reason or "").startswith("the reference fails") for t in ctx["tried"])
     if a is None and failed and _widths_differ(syms):
-        a = _search(h, jax, task, ref, dtype, syms, [f for f in order if f > 1], ctx, tier="widths")
+        a = _search(jax, task, ref, dtype, syms, [f for f in order if f > 1], ctx, tier="widths")
     if a is not None:
         return a, ctx["tried"]
     tried = ctx["tried"]
@@ -544,4 +550,4 @@ def choose(h, jax, task, ref, dtype, target, max_input_bytes=None, log=None):
         return ran[0], tried
     why = "; ".join("factor %d%s: %s" % (a.f, " (%s only)" % a.plan["tier"] if a.plan.get("tier") else "", a.reason)
                     for a in tried) or "no sizes to try"
-    raise h.HarnessError("cannot_freeze", "%s cannot be frozen at any test scale (%s)" % (task["name"], why))
+    raise HarnessError("cannot_freeze", "%s cannot be frozen at any test scale (%s)" % (task["name"], why))
