@@ -185,6 +185,41 @@ t.test("a bench on the simulated suite says it is a simulation in its table", fu
   t.contains(text, "SIMULATION: simulated model and device")
   t.contains(text, "model: simulated model")
   t.contains(text, "floored geomean of each repeat")
+  -- and so does compare, over two such benches
+  assert(bench.run { suite = SUITE, strategy = "zeroshot", repeats = 2, model = "sim", set = { n = 3 },
+    out = tmp .. "/bench3", tasks = { "12p_RMSNorm", "18k_Conv2D_ReLU_BiasAdd" } })
+  local compare = require "mk.study.compare"
+  local strategies = assert(compare.load { tmp .. "/bench3", tmp .. "/bench" })
+  t.contains(compare.format(assert(compare.run(strategies, { n = 50 }))), "SIMULATION: simulated model and device")
+end)
+
+t.test("a sweep's table opens with the simulation line when an entry is simulated", function()
+  local sweep = require "mk.study.sweep"
+  local note = simtask.note("sim", { "sim" })
+  t.contains(note, "SIMULATION: simulated model and device")
+  t.eq(simtask.note("openai:gpt-5", { "sim" }):match("simulated (%a+)"), "device", "a real model on a sim task")
+  t.eq(simtask.note("scripted", { "c" }), nil)
+  local text = sweep.format { entries = { { index = 1, kind = "run", label = "a", summary = { simulation = note,
+    nodes = 3, correct_nodes = 1, cost = {} } } } }
+  t.eq(text:match("^[^\n]+"), note)
+end)
+
+t.test("the simulated model's latency is recorded, and slept only when the client asks (sim_sleep)", function()
+  local prov = require "mk.services.llm.providers.sim"
+  local task_lib = require "mk.services.task"
+  local slept = {}
+  local sleep = task_lib.sleep
+  task_lib.sleep = function(s) slept[#slept + 1] = s end
+  local req = { messages = { { role = "user", content = "Write an optimisation plan for the next version" } },
+    meta = { task_dir = fs.realpath(SUITE .. "/12p_RMSNorm"), task_name = "12p_RMSNorm", seed = 7, agent = "plan" } }
+  local a = prov.call({ model = "sim" }, req)
+  local b = prov.call({ model = "sim", sim_sleep = 0.5 }, req)
+  task_lib.sleep = sleep
+  t.ok(a.latency_s > 1, "a simulated latency: time to first token and ~70 tokens/s")
+  t.eq(b.latency_s, a.latency_s)
+  t.eq(#slept, 1, "slept once: only the client with sim_sleep")
+  t.near(slept[1], 0.5 * a.latency_s, 1e-12)
+  t.contains(a.text, "[sim:opt=")
 end)
 
 t.test("the simulated model refuses a task that is not a sim task", function()

@@ -216,6 +216,7 @@ function compare.run(strategies, opts)
     sides[si] = side
     result.strategies[si] = {
       name = s.label, strategy = s.strategy, dir = s.dir, suite = s.suite, model = s.model, tasks = #tl,
+      simulation = s.results and s.results.simulation, -- a simulated bench (docs/simulator.md)
       runs = runs, compiled = agg.compiled, correct = agg.correct, geomean_speedup = agg.geomean_speedup,
       geomean_speedup_floored = agg.geomean_speedup_floored, fast_p = agg.fast_p,
       spent = spent, spent_within_budget = spent_cut, runs_cut = cut_runs, unverified_runs = unverified,

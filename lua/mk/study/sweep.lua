@@ -167,6 +167,7 @@ local function bench_entry(S, o)
   end
   e.repeat_speedups = sweep.repeat_speedups(res)
   e.failed_runs = res.failed_runs
+  e.simulation = res.simulation -- a simulated bench (docs/simulator.md)
   save(S, false)
   if S.prog then
     S.prog:note(string.format("%-40s bench: geomean %.2fx (floored %.2fx), correct %d/%d", e.label,
@@ -421,6 +422,13 @@ function sweep.format(results)
     end
     L[#L + 1] = string.format("%3d  %-" .. w .. "s  %-5s  %-18s  %-15s  %10d  %9s  %7.1fs", e.index, e.label:sub(1, w), e.kind,
       correct, sp, math.floor((c.input_tokens or 0) + (c.output_tokens or 0)), string.format("$%.4f", c.usd or 0), c.wall_s or 0)
+  end
+  for _, e in ipairs(results.entries or {}) do -- simulated entries say so (docs/simulator.md)
+    local note = e.simulation or (e.summary and e.summary.simulation)
+    if note then
+      table.insert(L, 1, note)
+      break
+    end
   end
   local tc = results.totals and results.totals.cost or {}
   L[#L + 1] = string.format("total: %d entries, %d tokens, $%.4f, wall %.1fs (sum)", #(results.entries or {}),

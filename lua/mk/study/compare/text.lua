@@ -65,7 +65,7 @@ end
 function text.notes(strategies)
   local out = {}
   for _, s in ipairs(strategies) do -- simulated benches say so (mk.services.sim.task.note)
-    if s.results and s.results.simulation then out[#out + 1] = s.results.simulation break end
+    if s.simulation then out[#out + 1] = s.simulation break end
   end
   local budget_note = text.run_budget_note(strategies)
   if budget_note then out[#out + 1] = budget_note end

@@ -298,7 +298,9 @@
   }
   function renderHeader() {
     const i = S.info;
-    $("title").textContent = `${i.strategy || "run"} on ${i.task || "?"}`;
+    // the simulated model (docs/simulator.md) is labelled on every page, as in every output
+    const sim = /^sim(:|$)/.test(i.model || "") ? " — SIMULATION (simulated model and device)" : "";
+    $("title").textContent = `${i.strategy || "run"} on ${i.task || "?"}${sim}`;
     document.title = `${i.strategy || "run"} on ${i.task || "?"} · mkengine`;
     const st = $("status");
     st.textContent = i.status || "?";
