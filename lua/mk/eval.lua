@@ -521,6 +521,20 @@ function Evaluation:final_bench(build)
   end)
 end
 
+--- Each configuration's figures of a multi-configuration task ({latency_s,
+--- ...} lists of the candidate's and the baseline's timings, in order):
+--- {configuration, case, latency_s, baseline_latency_s, speedup}.
+function M.timed_configurations(cand, base)
+  local out = {}
+  for i, c in ipairs(cand) do
+    local b = type(base) == "table" and base[i] or {}
+    local l, bl = tonumber(c.latency_s), tonumber(b.latency_s)
+    out[i] = { configuration = c.configuration, case = c.case, latency_s = l, baseline_latency_s = bl,
+      speedup = l and bl and l > 0 and bl / l or nil }
+  end
+  return out
+end
+
 -- The verdict of a correct, benchmarked candidate against the baseline.
 function Evaluation:correct_result(br, tune, build)
   local ev = self.ev
@@ -535,6 +549,8 @@ function Evaluation:correct_result(br, tune, build)
     probes_ahead = br.probes_ahead, -- the probes' reference outputs were made before the benchmark
     -- timed while something else held the CPU, after retakes: why (mk.eval._retake)
     contended = br.contended, contention = br.contention, retakes = br.retakes,
+    -- a multi-configuration task (pallas): each configuration's own figure, the kernel's and the baseline's
+    timed_configurations = br.configurations and M.timed_configurations(br.configurations, base.configurations),
   }
   local fmt_s = ev.target.fmt_s or util.fmt_s
   local tuned = tune and (", tuned " .. fmt_params(tune.params)) or ""

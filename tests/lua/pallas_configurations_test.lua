@@ -28,6 +28,18 @@ t.test("a kernel right in every configuration is correct, and the result says so
   t.eq(passed(j.configurations), "0:ok 1:ok 2:ok")
   t.eq(passed(j.heldout.configurations), "0:ok 1:ok 2:ok")
   t.eq(table.concat(j.heldout.configurations[3].cases, ","), "k2h1001")
+  -- timed on every configuration's first case; the figure is their sum, the baseline's too
+  local tc = j.timed_configurations
+  t.eq(#tc, 3)
+  local sum, bsum = 0, 0
+  for i, c in ipairs(tc) do
+    t.eq(c.configuration, i - 1)
+    t.eq(c.case, "k" .. (i - 1) .. "s0")
+    t.ok(c.latency_s > 0 and c.baseline_latency_s > 0, "configuration " .. i)
+    sum, bsum = sum + c.latency_s, bsum + c.baseline_latency_s
+  end
+  t.near(j.latency_s, sum, 1e-9 * sum)
+  t.near(j.baseline_latency_s, bsum, 1e-9 * bsum)
 end)
 
 t.test("a kernel 0.1% off fails the configuration of the tight tolerance and passes the others", function()

@@ -41,6 +41,8 @@ task's content and this machine, and reused (verified) by the next eval.
                  configurations (also in heldout): a task of several
                  input configurations (MaxKernel's list form): for each,
                  configuration, ok, cases, failed, message;
+                 timed_configurations: each one's time and the
+                 baseline's (the figure: the sum of their medians);
                  error_ratio (also in heldout): its error against the
                  reference's float32 evaluation over the reference's own
                  (pallas, bf16/f16 references), warning: when far beyond
@@ -137,6 +139,7 @@ local function json_result(r, task, candidate, ev)
     checked_at = r.checked_at, timed_at = r.timed_at, baseline_timed_at = r.baseline_timed_at, -- escalated (pallas)
     contended = r.contended, retakes = r.retakes, contention = r.contention, -- timed under contention (c)
     reason = r.reason, configurations = r.configurations, -- a multi-configuration task: what passed in each
+    timed_configurations = r.timed_configurations, -- and each one's time (the figure: their sum)
     error_ratio = num(r.error_ratio), warning = r.warning, -- its error against the reference's own (pallas)
     -- the largest resident memory of one of its harness processes, held-out check included (pallas), and the limit
     peak_rss_mb = num(math.max(num(r.peak_rss_mb) or 0, num(r.heldout and r.heldout.peak_rss_mb) or 0)),

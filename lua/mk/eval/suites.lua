@@ -18,7 +18,7 @@ local hash = require("mk.hash")
 local json = require("mk.services.json")
 local cjson = require("cjson.safe")
 
-local M = { VERSION = 1 }
+local M = { VERSION = 1, BASELINE_VERSION = 2 } -- baselines 2: a multi-configuration suite's sums every configuration
 
 --- The cache root: $MKENGINE_CACHE, else $XDG_CACHE_HOME, else ~/.cache; then /mkengine.
 function M.root()
@@ -97,7 +97,8 @@ end
 --- Key of a baseline measurement: the suite, the machine and the
 --- benchmark's settings.
 function M.baseline_key(suite_key, machine, settings)
-  return hash.sha256(json.canonical { v = M.VERSION, suite = suite_key, machine = machine, settings = settings })
+  return hash.sha256(json.canonical { v = M.VERSION, bv = M.BASELINE_VERSION, suite = suite_key, machine = machine,
+    settings = settings })
 end
 
 --- A stored baseline result, or nil.
@@ -114,7 +115,7 @@ function M.put_baseline(bkey, r)
   fs.mkdirs(d)
   local keep = { status = r.status, message = r.message, latency_s = r.latency_s, spread = r.spread, reps = r.reps,
     min_s = r.min_s, p10_s = r.p10_s, p90_s = r.p90_s, median_undisturbed_s = r.median_undisturbed_s,
-    timed_at = r.timed_at, measured_at = os.time() }
+    timed_at = r.timed_at, configurations = r.configurations, measured_at = os.time() }
   local path = d .. "/" .. bkey .. ".json"
   fs.remove(path)
   fs.write(path, cjson.encode(keep), { atomic = true })
