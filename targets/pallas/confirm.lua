@@ -41,8 +41,10 @@ end
 --- Returns {verdict = a failing result} or {label = the largest scale
 --- passed, note = why no larger one was checked, text = both in words};
 --- nil when the test scale is the task's own. `mem_mb`: the memory limit
---- of the freezes at larger scales.
-function M.confirm(task, tests_dir, step, last, mem_mb)
+--- of the freezes at larger scales. `sampled()` (sampled.lua's M.sampled
+--- for the build): the last step, at the task's own sizes by a sampled
+--- run, when no scale checked reached them (M.defaults.sampled).
+local function confirm_scales(task, tests_dir, step, last, mem_mb)
   local scales = M.larger_scales(task, tests_dir)
   if #scales == 0 then return nil end -- the task's own sizes
   local prev = { calls = tonumber(last().calls_s) or 0, flops = scale_flops(tests_dir), k = 0 }
@@ -95,4 +97,22 @@ function M.confirm(task, tests_dir, step, last, mem_mb)
     ::next::
   end
   return done(refused)
+end
+
+--- confirm_scales, then the sampled run at the task's own sizes (above).
+function M.confirm(task, tests_dir, step, last, mem_mb, sampled)
+  local res = confirm_scales(task, tests_dir, step, last, mem_mb)
+  if not res or res.verdict or res.label == "the task's own sizes" or not sampled or not M.defaults.sampled then
+    return res
+  end
+  local s = sampled()
+  if s.status == "ok" then
+    return { label = s.checked_at, text = "confirmed at " .. (res.label and (res.label .. " and at ") or "")
+      .. s.checked_at .. (res.note and (" (" .. res.note .. ")") or "") }
+  elseif s.status == "not_sampled" then
+    res.note = res.note and (res.note .. "; " .. s.message) or s.message
+    res.text = res.text .. "; " .. s.message
+    return res
+  end
+  return { verdict = s } -- wrong at the task's own sizes: the verdict, saying where
 end
