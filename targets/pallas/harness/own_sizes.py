@@ -15,7 +15,7 @@ from .tasks import _overrides, load_task
 from .suite import MANIFEST, case_ids, read_case, sha256_file, verify_manifest, write_manifest
 from .arrays import load_arrays, save_arrays, write_json
 from .compare import compare_outputs
-from .jaxcall import _jax, _leaves, _to_numpy, device_info, jit_static, poison_device
+from .jaxcall import _jax, _leaves, _to_numpy, device_info, jit_static
 from .inputs import _resolve_dtype, entry_fn, make_inputs, reference_module
 from .interpret import interpret_mode, tpu_interpret_params
 from .races import call_checked
@@ -30,18 +30,37 @@ OWN_OUTPUT_BYTES = 1 << 30  # expected outputs kept at the task's own sizes
 
 
 def _digest(dyn):
+    """SHA-256 of the inputs' bytes (read in place: no copy of a large input)."""
+    import numpy as np
     h = hashlib.sha256()
     for x in dyn:
-        h.update(_to_numpy(x).tobytes() if hasattr(x, "shape") else repr(x).encode())
+        if hasattr(x, "shape"):
+            h.update(np.ascontiguousarray(_to_numpy(x)).reshape(-1).view(np.uint8))
+        else:
+            h.update(repr(x).encode())
     return h.hexdigest()
 
 
 def _own_inputs(task, ref, seed, dtype):
     """The inputs of the task's own sizes from `seed` (the task's own
-    CONFIG, its own inputs function)."""
+    CONFIG, its own inputs function) drawn with JAX's "rbg" generator:
+    its threefry default held 3 GB of XLA temporaries to draw 8p's 470 MB
+    bfloat16 normal (past the 4 GB a harness process may use), rbg 0.2 GB.
+    The same distributions from another stream; the freeze and the sampled
+    run draw them alike, and the digest checks it."""
     if task["format"] == "maxkernel":
         task = dict(task, configuration=0)
-    return make_inputs(task, ref, seed, None, dtype)
+    jax = _jax()
+    keep = jax.config.jax_default_prng_impl
+    jax.config.update("jax_default_prng_impl", "rbg")
+    try:
+        dyn, statics = make_inputs(task, ref, seed, None, dtype)
+        for x in dyn:  # drawn before the generator is restored
+            if hasattr(x, "block_until_ready"):
+                x.block_until_ready()
+        return dyn, statics
+    finally:
+        jax.config.update("jax_default_prng_impl", keep)
 
 
 def _refuse(why):
@@ -155,12 +174,14 @@ def _sampled_call(jax, a, fn, dyn, cid):
     except BaseException as e:  # the kernel's own sizes: its errors are the scale's verdicts' business
         return _not_sampled("it does not compile there (%s)" % error_text(e, a.candidate).splitlines()[-1][:300])
     compile_s = time.monotonic() - t0
-    plan = st.calls[0][0]
-    poison_device(jax)
+    plan = st.calls[0][0]  # no poison fill: in TPU interpret mode unwritten buffers are NaN already
     PHASE["now"] = "running the candidate's sampled run at the task's own sizes"
     t0 = time.monotonic()
     try:
-        out, verdict = call_checked(compiled, list(dyn), "tpu", a.candidate)
+        args = list(dyn)
+        dyn.clear()  # the inputs are the call's alone from here: freed with it (the task's own sizes are large)
+        out, verdict = call_checked(compiled, args, "tpu", a.candidate)
+        del args
     except BaseException as e:  # whatever the candidate raises is its crash
         return {"status": "crash", "phase": "run", "case": cid, "plan": plan.record(),
                 "message": "at the task's own sizes (%s): %s" % (plan.describe(), error_text(e, a.candidate))}
@@ -169,9 +190,8 @@ def _sampled_call(jax, a, fn, dyn, cid):
         verdict.update(case=cid, phase="run", plan=plan.record(),
                        message="at the task's own sizes (%s): %s" % (plan.describe(), verdict["message"]))
         return verdict
-    outs = [_to_numpy(o) for o in _leaves(out)]
+    vals = sampling.gather(_leaves(out), plan)  # the blocks alone, sliced before they leave JAX
     del out
-    vals = sampling.gather(outs, plan)
     ometa = save_arrays(os.path.join(a.outputs, cid + ".sampled.npz"), vals)
     write_json(os.path.join(a.outputs, cid + ".sampled.json"), {"outputs": ometa, "plan": plan.record()})
     return {"status": "ok", "case": cid, "plan": plan.record(), "checked_at": "the task's own sizes (%s)"
