@@ -99,20 +99,29 @@ local function confirm_scales(task, tests_dir, step, last, mem_mb)
   return done(refused)
 end
 
---- confirm_scales, then the sampled run at the task's own sizes (above).
-function M.confirm(task, tests_dir, step, last, mem_mb, sampled)
-  local res = confirm_scales(task, tests_dir, step, last, mem_mb)
-  if not res or res.verdict or res.label == "the task's own sizes" or not sampled or not M.defaults.sampled then
+--- The last step of a confirmation `res` (confirm_scales' answer, or
+--- {at = the larger scale an escalated kernel was checked at}): the
+--- sampled run at the task's own sizes, `sampled()`, unless a scale
+--- checked in full was theirs. Returns `res` with it added, or {verdict}.
+function M.confirm_sampled(res, sampled)
+  local own = "the task's own sizes"
+  if not res or res.verdict or res.label == own or res.at == own or not sampled or not M.defaults.sampled then
     return res
   end
   local s = sampled()
+  local before = res.label or res.at
   if s.status == "ok" then
-    return { label = s.checked_at, text = "confirmed at " .. (res.label and (res.label .. " and at ") or "")
+    return { label = s.checked_at, text = "confirmed at " .. (before and (before .. " and at ") or "")
       .. s.checked_at .. (res.note and (" (" .. res.note .. ")") or "") }
   elseif s.status == "not_sampled" then
     res.note = res.note and (res.note .. "; " .. s.message) or s.message
-    res.text = res.text .. "; " .. s.message
+    res.text = (res.text ~= "" and (res.text .. "; ") or "") .. s.message
     return res
   end
   return { verdict = s } -- wrong at the task's own sizes: the verdict, saying where
+end
+
+--- confirm_scales, then the sampled run at the task's own sizes (above).
+function M.confirm(task, tests_dir, step, last, mem_mb, sampled)
+  return M.confirm_sampled(confirm_scales(task, tests_dir, step, last, mem_mb), sampled)
 end

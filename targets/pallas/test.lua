@@ -172,10 +172,13 @@ function M.test(task, build, tests_dir, opts)
       cases = {}, wall_s = wall + check_s, check_s = check_s, kind = c.kind, phase = c.phase, reason = c.reason,
       checked_at = note and build.checked_at or nil }
   end
-  local confirmed = group == "heldout" and c.status == "ok" and opts.confirm ~= false and used == tests_dir
-    and build.timing_kind == "interpret" and M.confirm(task, tests_dir, step, function() return last_run end, mem,
-      function() return M.sampled(task, build, tests_dir, opts) end)
-    or nil
+  local function sampled() return M.sampled(task, build, build.base_tests or tests_dir, opts) end
+  local confirming = group == "heldout" and c.status == "ok" and opts.confirm ~= false
+    and build.timing_kind == "interpret"
+  local confirmed = confirming and (used == tests_dir
+    and M.confirm(task, tests_dir, step, function() return last_run end, mem, sampled)
+    -- checked at a larger scale already (escalated): the task's own sizes, sampled, are what is left
+    or used ~= tests_dir and M.confirm_sampled({ at = build.checked_at, text = "" }, sampled)) or nil
   local v = confirmed and confirmed.verdict
   if v then
     return { status = v.status, correct = false, reason = v.reason, cases = {}, message = v.message,
