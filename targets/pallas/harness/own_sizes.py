@@ -63,6 +63,16 @@ def _own_inputs(task, ref, seed, dtype):
         jax.config.update("jax_default_prng_impl", keep)
 
 
+def _xla_bytes(compiled):
+    """The bytes XLA's compiled reference holds (its arguments, outputs and
+    temporaries), or None when it does not say."""
+    try:
+        m = compiled.memory_analysis()
+        return int(m.temp_size_in_bytes) + int(m.argument_size_in_bytes) + int(m.output_size_in_bytes)
+    except Exception:  # a backend without the analysis
+        return None
+
+
 def _refuse(why):
     raise HarnessError("cannot_freeze", "at the task's own sizes: " + why)
 
@@ -94,10 +104,16 @@ def freeze_own(a):
     flops = _flops(lowered)
     if flops and flops > OWN_FLOP_BUDGET:
         _refuse("%.3g FLOP a call, over the budget of %.3g" % (flops, OWN_FLOP_BUDGET))
+    compiled = lowered.compile()
+    need = _xla_bytes(compiled)
+    mem = int(os.environ.get("MK_PALLAS_MEM_MB") or 0) << 20
+    if need and mem and need > 0.8 * mem:  # 1p's attention scores alone are 17 GB there
+        _refuse("XLA's reference needs %.3g MB, over %.3g MB (4/5 of this process's memory limit)"
+                % (need / 1e6, 0.8 * mem / 1e6))
     PHASE["now"] = "running the reference at the task's own sizes"
     import time
     t0 = time.monotonic()
-    outs = [_to_numpy(o) for o in _leaves(lowered.compile()(*dyn))]
+    outs = [_to_numpy(o) for o in _leaves(compiled(*dyn))]
     call_s = time.monotonic() - t0
     digest = _digest(dyn)
     kinds = ["array" if hasattr(x, "shape") else "scalar" for x in dyn]
