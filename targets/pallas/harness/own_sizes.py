@@ -10,7 +10,7 @@ import hashlib
 import json
 import os
 
-from .errors import CandidateError, CandidateRejected, HarnessError, candidate_failure, error_text
+from .errors import HarnessError, error_text
 from .tasks import _overrides, load_task
 from .suite import MANIFEST, case_ids, read_case, sha256_file, verify_manifest, write_manifest
 from .arrays import load_arrays, save_arrays, write_json
@@ -19,8 +19,7 @@ from .jaxcall import _jax, _leaves, _to_numpy, device_info, jit_static
 from .inputs import _resolve_dtype, entry_fn, make_inputs, reference_module
 from .interpret import interpret_mode, tpu_interpret_params
 from .races import call_checked
-from .candidate import load_candidate
-from .steps import _params
+from .steps import candidate_module
 from .protocol import HARNESS_VERSION
 from .limits import PHASE
 from . import sampling
@@ -156,12 +155,9 @@ def cmd_sample(a):
     mode = interpret_mode(jax, a.interpret)
     if mode != "tpu":
         return _not_sampled("sampled runs are for TPU interpret mode (this step runs in %s mode)" % mode)
-    try:
-        mod = load_candidate(a.candidate, _params(a), mode, a.chip)
-    except CandidateRejected as e:
-        return {"status": "rejected", "message": "kernel.py breaks the rules: %s" % e}
-    except CandidateError as e:
-        return candidate_failure(e, a.candidate)
+    mod, failed = candidate_module(a, mode)
+    if failed:
+        return failed
     PHASE["now"] = "making the inputs at the task's own sizes"
     dyn, statics = _own_inputs(task, reference_module(task), meta["seed"], _resolve_dtype(a.dtype))
     if _digest(dyn) != meta.get("digest"):
