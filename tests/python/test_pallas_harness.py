@@ -1442,6 +1442,10 @@ class TestSampling(unittest.TestCase):
         self.assertEqual(len(plan.blocks), len(plan.points))
         self.assertIn({"output": 0, "index": [7, 7], "start": [56, 896], "stop": [64, 1024]}, plan.blocks)
         self.assertIn("of 64 output blocks", plan.describe())
+        self.assertEqual(plan.unwritten, [])
+        # a grid rounded down leaves the last rows unwritten: certain wrong where the outputs are the kernel's
+        plan = self.S.plan_call(jax, dict(k(("parallel", "parallel")), grid=(7, 8)), out, 0)
+        self.assertEqual(plan.unwritten, ["the grid writes 56 of the 64 entries of output 0 in dimension 0"])
         # a parallel dimension then an arbitrary one: only the first sampled, the second runs every step
         plan = self.S.plan_call(jax, k(("parallel", "arbitrary"), lambda i, j: (i, 0)),
                                 jax.ShapeDtypeStruct((64, 128), jnp.float32), 0)

@@ -182,6 +182,10 @@ def _sampled_call(jax, a, fn, dyn, cid):
             why = sampling.refusal(st, sampling.count_pallas_calls(traced.jaxpr.jaxpr))
             if why:
                 return _not_sampled(why)
+            if st.calls[0][0].unwritten:  # its outputs are the kernel's: entries no grid point writes
+                return {"status": "incorrect", "correct": False, "reason": "unwritten", "case": cid,
+                        "message": "at the task's own sizes, case %s: %s (an output left unwritten there: the "
+                                   "grid does not cover the task's own shapes)" % (cid, st.calls[0][0].unwritten[0])}
             compiled = traced.lower().compile()
     except BaseException as e:  # the kernel's own sizes: its errors are the scale's verdicts' business
         return _not_sampled("it does not compile there (%s)" % error_text(e, a.candidate).splitlines()[-1][:300])

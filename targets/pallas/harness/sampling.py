@@ -127,6 +127,7 @@ class Plan:
 
     def __init__(self, grid, dims, points, blocks, total):
         self.grid, self.dims, self.points, self.blocks, self.total = grid, dims, points, blocks, total
+        self.unwritten = []
 
     def describe(self):
         seq = [d for d in range(len(self.grid)) if d not in self.dims]
@@ -139,12 +140,26 @@ class Plan:
                 "blocks": self.blocks, "total_blocks": self.total, "text": self.describe()}
 
 
-def _covered(jax, spec, shape, grid, dims, member, o):
+def _unwritten(idx, block, shape, o):
+    """Where the grid leaves output `o` unwritten (its blocks end before the
+    array does in some dimension), in words, or None."""
+    top = idx.max(axis=0) + 1 if len(idx) else [0] * len(block)
+    for k, (t, b, d) in enumerate(zip(top, block, shape)):
+        if int(t) * b < d:
+            return "the grid writes %d of the %d entries of output %d in dimension %d" % (int(t) * b, d, o, k)
+    return None
+
+
+def _covered(jax, spec, shape, grid, dims, member, o, plan_notes):
     """The blocks of output `o` that only sampled points write, and how many
-    blocks the grid writes in all."""
+    blocks the grid writes in all; an output the grid leaves partly
+    unwritten is noted in `plan_notes`."""
     import numpy as np
     block = _block(spec, shape)
     idx = _block_indices(jax, spec.index_map, grid)
+    gap = _unwritten(idx, block, shape, o)
+    if gap:
+        plan_notes.append(gap)
     uniq, inv = np.unique(idx, axis=0, return_inverse=True)
     inv = np.asarray(inv).reshape(-1)
     outside = np.bincount(inv, weights=(~member).astype(np.float64), minlength=len(uniq))
@@ -198,14 +213,16 @@ def plan_call(jax, k, out_shape, seed):
     rest = math.prod(grid[d] for d in range(len(grid)) if d not in dims)
     keys = {tuple(p) for p in points}
     member = np.repeat(np.fromiter((tuple(c) in keys for c in coords.tolist()), bool, len(coords)), rest)
-    blocks, total = [], 0
+    blocks, total, gaps = [], 0, []
     for o, (spec, sh) in enumerate(zip(out_l, shapes)):
-        b, t = _covered(jax, spec, tuple(sh.shape), grid, dims, member, o)
+        b, t = _covered(jax, spec, tuple(sh.shape), grid, dims, member, o, gaps)
         blocks += b
         total += t
     if not blocks:
         raise NotSampleable("no output block is written by sampled grid points alone")
-    return Plan(grid, dims, points, blocks, total)
+    plan = Plan(grid, dims, points, blocks, total)
+    plan.unwritten = gaps  # certain wrong when these outputs are the kernel's (sampling.refusal)
+    return plan
 
 
 def _masked(kernel, plan):
