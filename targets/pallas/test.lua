@@ -98,6 +98,16 @@ local function sampled_result(ok, build, s)
     scale_note = build.scale_note, wall_s = 0, check_s = 0 }
 end
 
+-- The held-out confirmation of a build whose cases passed on `used`
+-- (confirm.lua): at larger scales than the test scale's, then the task's
+-- own sizes sampled; for a build escalated to a larger scale already, the
+-- sampled run alone. nil when there is nothing larger to check.
+local function confirmation(task, build, tests_dir, used, step, last, mem, opts)
+  local function sampled() return M.sampled(task, build, build.base_tests or tests_dir, opts) end
+  if used == tests_dir then return M.confirm(task, tests_dir, step, last, mem, sampled) end
+  return M.confirm_sampled({ at = build.checked_at, text = "" }, sampled)
+end
+
 --- Run the frozen cases of opts.group ("search" or "heldout") in one
 --- process and check them in another that never loads candidate code.
 ---@param task table
@@ -172,13 +182,9 @@ function M.test(task, build, tests_dir, opts)
       cases = {}, wall_s = wall + check_s, check_s = check_s, kind = c.kind, phase = c.phase, reason = c.reason,
       checked_at = note and build.checked_at or nil }
   end
-  local function sampled() return M.sampled(task, build, build.base_tests or tests_dir, opts) end
-  local confirming = group == "heldout" and c.status == "ok" and opts.confirm ~= false
+  local confirmed = group == "heldout" and c.status == "ok" and opts.confirm ~= false
     and build.timing_kind == "interpret"
-  local confirmed = confirming and (used == tests_dir
-    and M.confirm(task, tests_dir, step, function() return last_run end, mem, sampled)
-    -- checked at a larger scale already (escalated): the task's own sizes, sampled, are what is left
-    or used ~= tests_dir and M.confirm_sampled({ at = build.checked_at, text = "" }, sampled)) or nil
+    and confirmation(task, build, tests_dir, used, step, function() return last_run end, mem, opts) or nil
   local v = confirmed and confirmed.verdict
   if v then
     return { status = v.status, correct = false, reason = v.reason, cases = {}, message = v.message,
