@@ -11,6 +11,7 @@ local t = dofile("tests/lua/lib/t.lua")
 local fs = require "mk.fs"
 local pallas = require("mk.eval.targets").get("pallas")
 local cpu = dofile("tests/lua/lib/pallas_cpu.lua")
+local ESCALATE_TIMEOUT = pallas.defaults.escalate_timeout -- restored by the next test even when one fails
 
 local function sub(src, a, b)
   local out, n = src:gsub(a, b)
@@ -49,7 +50,6 @@ t.test("kernels made for the task's own sizes are checked there by a sampled run
   local ok, why = cpu.setup(pallas)
   t.ok(ok, why)
   local k = kernels()
-  local keep = pallas.defaults.escalate_timeout
   pallas.defaults.escalate_timeout = 0.01 -- no larger scale is frozen in time: today's "unchecked"
   local ev = require("mk.eval").new(task(), { jobs = 1, bench = { min_reps = 2, max_reps = 3, warmup = 1 } })
   local r = ev:evaluate(k.good, { tune = false, profile = false })
@@ -71,7 +71,7 @@ t.test("kernels made for the task's own sizes are checked there by a sampled run
   t.eq(r.status, "unchecked", r.message)
   t.contains(r.message, "not checked at the task's own sizes: no leading grid dimension is declared parallel")
   ev:close()
-  pallas.defaults.escalate_timeout = keep
+  pallas.defaults.escalate_timeout = ESCALATE_TIMEOUT
   cpu.teardown(pallas)
 end)
 
@@ -80,7 +80,7 @@ t.test("the held-out confirmation ends with a sampled run at the task's own size
   t.ok(ok, why)
   local k = kernels()
   local keep = pallas.defaults.confirm_halvings
-  pallas.defaults.confirm_halvings = 1 -- scale factor 2 in full; the task's own sizes only sampled
+  pallas.defaults.escalate_timeout, pallas.defaults.confirm_halvings = ESCALATE_TIMEOUT, 1 -- scale factor 2 in full; the task's own sizes only sampled
   local ev = require("mk.eval").new(task(), { jobs = 1, bench = { min_reps = 2, max_reps = 3, warmup = 1 } })
   local r = ev:evaluate(k.small_shortcut, { tune = false, profile = false })
   t.eq(r.status, "ok", r.message) -- right at the test scale
