@@ -50,9 +50,13 @@ function M.compile(task, files, workdir, opts)
   if tests_dir and r.status == "rescale" then r, used = M.escalate(task, tests_dir, function(d)
     return d == tests_dir and r or step(d) end, nil, build.mem_mb) end
   if used ~= tests_dir then build.scaled_tests, build.base_tests = used, tests_dir end
+  if tests_dir and r.status == "unchecked" then -- no scale this CPU can test: the task's own sizes, sampled
+    r = M.sampled_instead(task, build, tests_dir, r, opts)
+    if build.sampled then build.scaled_tests, build.base_tests = nil, nil end
+  end
   build.scale_note, build.checked_at = r.scale_note, r.checked_at
   for _, k in ipairs(BUILD_FIELDS) do build[k] = r[k] end
-  build.log, build.timing_kind = r.stderr, r.timing
+  build.log, build.timing_kind = r.stderr or build.log, r.timing
   local why = build.status == "ok" and M.not_a_kernel(r.work, task, opts)
   if why then build.status, build.kind, build.message = "rejected", "plain_jax", "kernel.py is no Pallas kernel: " .. why end
   return build

@@ -41,8 +41,10 @@ end
 --- Returns {verdict = a failing result} or {label = the largest scale
 --- passed, note = why no larger one was checked, text = both in words};
 --- nil when the test scale is the task's own. `mem_mb`: the memory limit
---- of the freezes at larger scales.
-function M.confirm(task, tests_dir, step, last, mem_mb)
+--- of the freezes at larger scales. `sampled()` (sampled.lua's M.sampled
+--- for the build): the last step, at the task's own sizes by a sampled
+--- run, when no scale checked reached them (M.defaults.sampled).
+local function confirm_scales(task, tests_dir, step, last, mem_mb)
   local scales = M.larger_scales(task, tests_dir)
   if #scales == 0 then return nil end -- the task's own sizes
   local prev = { calls = tonumber(last().calls_s) or 0, flops = scale_flops(tests_dir), k = 0 }
@@ -95,4 +97,31 @@ function M.confirm(task, tests_dir, step, last, mem_mb)
     ::next::
   end
   return done(refused)
+end
+
+--- The last step of a confirmation `res` (confirm_scales' answer, or
+--- {at = the larger scale an escalated kernel was checked at}): the
+--- sampled run at the task's own sizes, `sampled()`, unless a scale
+--- checked in full was theirs. Returns `res` with it added, or {verdict}.
+function M.confirm_sampled(res, sampled)
+  local own = "the task's own sizes"
+  if not res or res.verdict or res.label == own or res.at == own or not sampled or not M.defaults.sampled then
+    return res
+  end
+  local s = sampled()
+  local before = res.label or res.at
+  if s.status == "ok" then
+    return { label = s.checked_at, text = "confirmed at " .. (before and (before .. " and at ") or "")
+      .. s.checked_at .. (res.note and (" (" .. res.note .. ")") or "") }
+  elseif s.status == "not_sampled" then
+    res.note = res.note and (res.note .. "; " .. s.message) or s.message
+    res.text = (res.text ~= "" and (res.text .. "; ") or "") .. s.message
+    return res
+  end
+  return { verdict = s } -- wrong at the task's own sizes: the verdict, saying where
+end
+
+--- confirm_scales, then the sampled run at the task's own sizes (above).
+function M.confirm(task, tests_dir, step, last, mem_mb, sampled)
+  return M.confirm_sampled(confirm_scales(task, tests_dir, step, last, mem_mb), sampled)
 end

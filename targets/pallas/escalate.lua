@@ -116,7 +116,8 @@ end
 -- Freeze `task` at scale `s` into `dir`, the task's own suite kept.
 local function freeze_at(task, dir, s, mem_mb)
   local keep = task.tests_dir
-  local r = M.freeze(task, dir, { scale_args = s.args, timeout = M.defaults.escalate_timeout, mem_mb = mem_mb })
+  local r = M.freeze(task, dir, { scale_args = s.args, timeout = s.timeout or M.defaults.escalate_timeout,
+    mem_mb = mem_mb })
   task.tests_dir = keep
   return r
 end

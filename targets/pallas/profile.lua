@@ -34,6 +34,10 @@ local profile_result = P.result
 function M.profile(task, build, opts)
   opts = opts or {}
   if build.status ~= "ok" then return { status = build.status, text = "", message = build.message } end
+  if build.sampled then
+    return { status = "unavailable", text = "no profile: the kernel runs only at the task's own sizes, sampled",
+      message = "" }
+  end
   local extra = timing_args(opts, nil, build.timing_kind == "interpret")
   local tests_dir = build.scaled_tests or opts.tests_dir
   if tests_dir then extra[#extra + 1] = "--tests"; extra[#extra + 1] = tests_dir end

@@ -273,7 +273,7 @@ end
 local call = { harness = harness, device = device_harness, python = python, env = child_env, try_proc = try_proc }
 local need = folder.loader(dir, M, call)
 pool_run = need("pool").run
-for _, phase in ipairs { "load", "freeze", "compile", "test", "escalate", "confirm", "bench", "profile", "facts" } do
+for _, phase in ipairs { "load", "freeze", "compile", "test", "escalate", "sampled", "confirm", "bench", "profile", "facts" } do
   need(phase)
 end
 

@@ -85,6 +85,29 @@ local function checked_result(c, build, confirmed, wall, check_s)
   }
 end
 
+-- The result of a build checked only at the task's own sizes by a sampled
+-- run (sampled.lua): its verdict for both groups (the case is a held-out
+-- seed at those sizes); `s`: a failing verdict instead.
+local function sampled_result(ok, build, s)
+  if s and s.status ~= "ok" then
+    return { status = s.status, correct = false, reason = s.reason, kind = s.kind, phase = s.phase, cases = {},
+      message = s.message, checked_at = s.checked_at, wall_s = s.wall_s or 0, check_s = s.check_s or 0 }
+  end
+  build.checked_at, build.scale_note = ok.checked_at or build.checked_at, ok.scale_note or build.scale_note
+  return { status = "ok", correct = true, cases = {}, message = build.scale_note, checked_at = build.checked_at,
+    scale_note = build.scale_note, wall_s = 0, check_s = 0 }
+end
+
+-- The held-out confirmation of a build whose cases passed on `used`
+-- (confirm.lua): at larger scales than the test scale's, then the task's
+-- own sizes sampled; for a build escalated to a larger scale already, the
+-- sampled run alone. nil when there is nothing larger to check.
+local function confirmation(task, build, tests_dir, used, step, last, mem, opts)
+  local function sampled() return M.sampled(task, build, build.base_tests or tests_dir, opts) end
+  if used == tests_dir then return M.confirm(task, tests_dir, step, last, mem, sampled) end
+  return M.confirm_sampled({ at = build.checked_at, text = "" }, sampled)
+end
+
 --- Run the frozen cases of opts.group ("search" or "heldout") in one
 --- process and check them in another that never loads candidate code.
 ---@param task table
@@ -97,6 +120,7 @@ function M.test(task, build, tests_dir, opts)
   if build.status ~= "ok" then
     return { status = build.status, correct = false, message = build.message, cases = {}, wall_s = 0 }
   end
+  if build.sampled then return sampled_result(build.sampled, build) end
   local group = opts.group or "search"
   local outputs = build.workdir .. "/outputs-" .. group
   local wall, check_s, last_run = 0, 0, {}
@@ -143,6 +167,13 @@ function M.test(task, build, tests_dir, opts)
   -- a build compiled at a larger scale (M.escalate) is tested there too
   local mem = opts.mem_mb or build.mem_mb
   local c, used = M.escalate(task, build.scaled_tests or tests_dir, step, build.base_tests or tests_dir, mem)
+  if c.status == "unchecked" then -- no scale this CPU can test: the task's own sizes, sampled
+    local s = M.sampled_instead(task, build, build.base_tests or tests_dir, c, opts)
+    if s ~= c then
+      if s.status == "ok" then build.scaled_tests, build.base_tests = nil, nil end
+      return sampled_result(build.sampled or s, build, s)
+    end
+  end
   if used ~= (build.scaled_tests or tests_dir) then build.scaled_tests, build.base_tests = used, tests_dir end
   build.scale_note, build.checked_at = c.scale_note or build.scale_note, c.checked_at or build.checked_at
   if not c.checked then -- a run-time verdict (out of bounds, race, crash) names the scale it was reached at too
@@ -151,9 +182,9 @@ function M.test(task, build, tests_dir, opts)
       cases = {}, wall_s = wall + check_s, check_s = check_s, kind = c.kind, phase = c.phase, reason = c.reason,
       checked_at = note and build.checked_at or nil }
   end
-  local confirmed = group == "heldout" and c.status == "ok" and opts.confirm ~= false and used == tests_dir
-    and build.timing_kind == "interpret" and M.confirm(task, tests_dir, step, function() return last_run end, mem)
-    or nil
+  local confirmed = group == "heldout" and c.status == "ok" and opts.confirm ~= false
+    and build.timing_kind == "interpret"
+    and confirmation(task, build, tests_dir, used, step, function() return last_run end, mem, opts) or nil
   local v = confirmed and confirmed.verdict
   if v then
     return { status = v.status, correct = false, reason = v.reason, cases = {}, message = v.message,

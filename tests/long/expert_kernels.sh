@@ -15,7 +15,7 @@ cd "$(dirname "$0")/../.."
 build=${MKENGINE_BUILD:-build}
 . tests/long/benchmarks_dir.sh "jaxbench/"
 kernels=(
-  8p_GEMM:expert:ok 8p_GEMM:expert_floor:unchecked 8p_GEMM:wrong:incorrect 8p_GEMM:oob:incorrect
+  8p_GEMM:expert:ok 8p_GEMM:expert_floor:ok 8p_GEMM:wrong:incorrect 8p_GEMM:oob:incorrect
   8p_GEMM:racy:incorrect 8p_GEMM:cheat:compile_error
   1p_Flash_Attention:expert:ok 1p_Flash_Attention:expert_dma:ok 1p_Flash_Attention:wrong:incorrect
   1p_Flash_Attention:wrong_causal:incorrect 1p_Flash_Attention:oob:incorrect
@@ -33,8 +33,10 @@ for tkv in "${kernels[@]}"; do
   t0=$(date +%s)
   case $task in */*) path=$dir/$task ;; *) path=$dir/jaxbench/$task ;; esac # LAYOUT/TASK: another layout
   got=$("$build/mkengine" eval "$path" "examples/expert/${task#*/}/$k.py" --no-tune --no-profile --fresh \
-    --json | python3 -c 'import json, sys; r = json.load(sys.stdin); print(r["status"], "|", r.get("message", "")[:400])')
-  echo "$task/$k: ${got%% |*} (want $want) in $(($(date +%s) - t0)) s: ${got#*| }"
-  [ "${got%% |*}" = "$want" ] || rc=1
+    --json | python3 -c 'import json, sys; r = json.load(sys.stdin); print(r["status"], "|", "%.0f" % (r.get("peak_rss_mb") or 0),
+      "|", r.get("message", "")[:400])')
+  status=${got%% |*} rest=${got#*| }
+  echo "$task/$k: $status (want $want) in $(($(date +%s) - t0)) s, peak ${rest%% |*} MB: ${rest#*| }"
+  [ "$status" = "$want" ] || rc=1
 done
 exit $rc

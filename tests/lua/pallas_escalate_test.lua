@@ -93,11 +93,12 @@ t.test("kernels tiled for the task's sizes are checked at a larger scale, never 
   t.contains(r.message, "checked at ")
   ev:close()
   -- no larger scale can be frozen within the limits: its own status, not incorrect, not compile_error
+  -- (without the sampled run at the task's own sizes: pallas_sampled_test.lua has it)
   local keep = pallas.defaults.escalate_timeout
-  pallas.defaults.escalate_timeout = 0.01
+  pallas.defaults.escalate_timeout, pallas.defaults.sampled = 0.01, false
   local ev2 = require("mk.eval").new(task, { jobs = 1 })
   r = ev2:evaluate(read(CANDS .. "/pallas_big_blocks_checked.py"), { tune = false })
-  pallas.defaults.escalate_timeout = keep
+  pallas.defaults.escalate_timeout, pallas.defaults.sampled = keep, true
   t.eq(r.status, "unchecked", r.message)
   t.eq(r.correct, false)
   t.contains(r.message, "the reference could not be frozen")

@@ -1409,6 +1409,103 @@ class TestRaceChecks(unittest.TestCase):
             self.assertEqual(rows.unordered(probe, 250).tolist(), want)
 
 
+class TestSampling(unittest.TestCase):
+    """Sampled grid execution (harness/sampling.py): the sample holds every
+    corner, only blocks written by sampled points alone are compared, what
+    cannot be run faithfully is refused with why, and the body really runs
+    at the sampled points only."""
+
+    def setUp(self):
+        self.S = importlib.import_module("harness.sampling")
+
+    def test_the_sample_holds_every_corner_and_is_seeded(self):
+        pts = self.S.sample_points([5, 7], 3)
+        for c in ((0, 0), (0, 6), (4, 0), (4, 6)):
+            self.assertIn(c, pts)
+        self.assertEqual(pts, self.S.sample_points([5, 7], 3))
+        self.assertEqual(pts, sorted(set(pts)))
+
+    @skip_unless(HAVE_JAX, "jax not installed")
+    def test_plans_and_refusals(self):
+        import jax
+        import jax.numpy as jnp
+        from jax.experimental import pallas as pl
+        from jax.experimental.pallas import tpu as pltpu
+        out = jax.ShapeDtypeStruct((64, 1024), jnp.float32)
+
+        def k(sem, out_map=lambda i, j: (i, j), **kw):
+            return dict(grid=(8, 8), in_specs=[pl.BlockSpec((8, 128), lambda i, j: (i, j))],
+                        out_specs=pl.BlockSpec((8, 128), out_map),
+                        compiler_params=pltpu.CompilerParams(dimension_semantics=sem), **kw)
+        plan = self.S.plan_call(jax, k(("parallel", "parallel")), out, 0)
+        self.assertEqual(plan.total, 64)
+        self.assertEqual(len(plan.blocks), len(plan.points))
+        self.assertIn({"output": 0, "index": [7, 7], "start": [56, 896], "stop": [64, 1024]}, plan.blocks)
+        self.assertIn("of 64 output blocks", plan.describe())
+        self.assertEqual(plan.unwritten, [])
+        # a grid rounded down leaves the last rows unwritten: certain wrong where the outputs are the kernel's
+        plan = self.S.plan_call(jax, dict(k(("parallel", "parallel")), grid=(7, 8)), out, 0)
+        self.assertEqual(plan.unwritten, ["the grid writes 56 of the 64 entries of output 0 in dimension 0"])
+        # a parallel dimension then an arbitrary one: only the first sampled, the second runs every step
+        plan = self.S.plan_call(jax, k(("parallel", "arbitrary"), lambda i, j: (i, 0)),
+                                jax.ShapeDtypeStruct((64, 128), jnp.float32), 0)
+        self.assertEqual(plan.dims, [0])
+        self.assertIn("every step of grid dimension 1", plan.describe())
+        refusals = [
+            (k(("arbitrary", "parallel")), "no leading grid dimension is declared parallel"),
+            # a block every j writes, j sampled: never written by sampled points alone
+            (k(("parallel", "parallel"), lambda i, j: (i, 0)), "no output block is written by sampled"),
+            (dict(k(("parallel", "parallel")), in_specs=[pl.BlockSpec(memory_space=pl.ANY)]), "manual DMAs"),
+            (dict(k(("parallel", "parallel")), scratch_shapes=[pltpu.SemaphoreType.DMA(())]), "semaphores"),
+        ]
+        for kw, why in refusals:
+            with self.assertRaises(self.S.NotSampleable) as e:
+                self.S.plan_call(jax, kw, out, 0)
+            self.assertIn(why, str(e.exception))
+
+    @skip_unless(HAVE_JAX, "jax not installed")
+    def test_the_body_runs_at_sampled_points_only(self):
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+        from jax.experimental import pallas as pl
+        from jax.experimental.pallas import tpu as pltpu
+        self.S.install(jax)
+
+        def body(x_ref, o_ref):
+            o_ref[...] = x_ref[...] + 1.0
+
+        def f(x):
+            return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(8, 8),
+                                  in_specs=[pl.BlockSpec((8, 128), lambda i, j: (i, j))],
+                                  out_specs=pl.BlockSpec((8, 128), lambda i, j: (i, j)),
+                                  compiler_params=pltpu.CompilerParams(
+                                      dimension_semantics=("parallel", "parallel")))(x)
+        x = jnp.arange(64 * 1024, dtype=jnp.float32).reshape(64, 1024)
+        params = pltpu.InterpretParams(uninitialized_memory="nan")
+        with self.S.trace(0) as st, pltpu.force_tpu_interpret_mode(params):
+            traced = jax.jit(self.S.wrap_outputs(f, st)).trace(x)
+            self.assertIsNone(self.S.refusal(st, self.S.count_pallas_calls(traced.jaxpr.jaxpr)))
+            y = np.asarray(traced.lower().compile()(x))
+        plan = st.calls[0][0]
+        written = np.zeros((8, 8), bool)
+        for b in plan.blocks:
+            written[tuple(b["index"])] = True
+        for i in range(8):
+            for j in range(8):
+                blk = y[8 * i:8 * i + 8, 128 * j:128 * j + 128]
+                want = np.asarray(x)[8 * i:8 * i + 8, 128 * j:128 * j + 128] + 1
+                if written[i, j]:
+                    np.testing.assert_array_equal(blk, want)
+                else:  # its buffer written back as the last sampled step left it (or NaN): never its own values
+                    self.assertFalse(np.array_equal(blk, want), "block %s ran though not sampled" % ((i, j),))
+        # work after the call: its outputs are not the pallas_call's, refused
+        with self.S.trace(0) as st, pltpu.force_tpu_interpret_mode(params):
+            traced = jax.jit(self.S.wrap_outputs(lambda x: f(x) * 2, st)).trace(x)
+            self.assertIn("not its pallas_call's outputs",
+                          self.S.refusal(st, self.S.count_pallas_calls(traced.jaxpr.jaxpr)))
+
+
 class TestPallasKernels(unittest.TestCase):
     """The rmsnorm bank's Pallas kernels and purpose-written broken kernels,
     in TPU interpret mode (the default on a CPU backend): Mosaic lowering

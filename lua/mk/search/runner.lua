@@ -252,10 +252,10 @@ end
 
 -- The best node as summary.json records it: its figure (the median of its
 -- measurements, with their range) and the nodes still within its noise.
-local function summarize_node(n, ties)
+local function summarize_node(n, ties, heldout)
   if not n then return nil end
   local m = n.metrics or {}
-  return { node = n.id, speedup = m.speedup, latency_s = m.latency_s, timing_kind = m.timing_kind, timing = m.timing,
+  return { heldout = heldout, node = n.id, speedup = m.speedup, latency_s = m.latency_s, timing_kind = m.timing_kind, timing = m.timing,
     measurements = m.measurements, latency_min_s = m.latency_min_s, latency_max_s = m.latency_max_s,
     spread = m.spread, source_hash = m.source_hash, contended = m.contended,
     ties = ties and #ties > 0 and ties or nil }
@@ -314,13 +314,16 @@ local function heldout_best(ctx, chosen)
     for _, name in ipairs(n:files()) do files[name] = n:file(name) end
     local h = ctx.eval:heldout(files)
     if h.status == "infra" then infra.raise("the held-out check of " .. n.id .. ": " .. tostring(h.message)) end
-    ctx:event { type = "heldout", node = n.id, correct = h.correct, status = h.status, message = h.message }
+    -- where it was checked (pallas: a larger scale, the task's own sizes sampled)
+    local at = { checked_at = h.checked_at, confirmed_at = h.confirmed_at, confirm_note = h.confirm_note }
+    ctx:event { type = "heldout", node = n.id, correct = h.correct, status = h.status, message = h.message,
+      checked_at = at.checked_at, confirmed_at = at.confirmed_at }
     if h.correct then
       local ties = {}
       for j = i + 1, #candidates do
         if figure.versus(n.metrics, candidates[j].metrics) == "tie" then ties[#ties + 1] = candidates[j].id end
       end
-      return n, ties
+      return n, ties, next(at) and at or nil
     end
     ctx:log("node %s passed the search tests but failed held-out inputs (%s); not reported", n.id, h.status or "?")
   end
@@ -456,7 +459,7 @@ end
 -- the model calls of every session: how many were replayed from the LLM
 -- cache, how many failed and with which kind of error. `status` overrides
 -- the one the best node gives (a run stopped by its model endpoint).
-local function write_summary(run, info, task, ctx, best, client, opts, resumed, status, ties)
+local function write_summary(run, info, task, ctx, best, client, opts, resumed, status, ties, heldout)
   local spent = ctx:spent()
   local calls = ledger.read(run:path("events.jsonl"))
   status = status or (best and "done" or "no_correct_kernel")
@@ -466,7 +469,7 @@ local function write_summary(run, info, task, ctx, best, client, opts, resumed, 
   end
   local summary = {
     strategy = info.strategy, task = task.name, status = status, compiled_nodes = compiled,
-    best = summarize_node(best, ties) or cjson.null,
+    best = summarize_node(best, ties, heldout) or cjson.null,
     model = info.model, model_label = client.label, seed = info.seed, options = opts,
     target = task.target, simulation = simtask.note(info.model, { task.target }),
     cost = { input_tokens = spent.input_tokens, output_tokens = spent.output_tokens, usd = spent.usd,
@@ -536,10 +539,10 @@ local function execute(o, run, info, resumed)
     freeze_suite(run, ev, note)
     local root = reference_node(run, ev, ctx, task)
     note(string.format("baseline (reference): %.3f ms", (root.metrics.latency_s or 0) * 1000))
-    local best, ties = heldout_best(ctx, run_strategy(o, run, ctx, strategy, spath, opts))
-    return best, root, ties
+    local best, ties, heldout = heldout_best(ctx, run_strategy(o, run, ctx, strategy, spath, opts))
+    return best, root, ties, heldout
   end
-  local oks, best, root, ties = pcall(search)
+  local oks, best, root, ties, heldout = pcall(search)
   if not oks then
     if infra.is(best) and best.cause == "model_unavailable" then -- the summary says so, with the failures
       pcall(write_summary, run, info, task, ctx, nil, client, opts, resumed, "model_unavailable")
@@ -547,7 +550,7 @@ local function execute(o, run, info, resumed)
     error(best, 0)
   end
   if best then run:refresh_best(best) end
-  local summary = write_summary(run, info, task, ctx, best, client, opts, resumed, nil, ties)
+  local summary = write_summary(run, info, task, ctx, best, client, opts, resumed, nil, ties, heldout)
   replay_note(summary, client, note)
   if best then
     local m = best.metrics

@@ -15,6 +15,7 @@ from .interpret import _install_interpret, tpu_interpret_params
 from .chip import emulate_chip
 from .escalation import Rescale, _CASE_HINTS, _SCALE_HINTS, case_is_scaled, own_check_raised, watch_pallas_calls
 from .work import case_work
+from .sampling import install as install_sampling
 from .limits import PHASE
 
 
@@ -53,6 +54,8 @@ def load_candidate(path, params=None, interpret="off", chip=None):
     if interpret == "tpu":
         emulate_chip(jax, chip, path)
     watch_pallas_calls(jax)
+    if interpret == "tpu":  # inert until a sampled run at the task's own sizes traces (sampling.py)
+        install_sampling(jax)
     PHASE["now"] = "importing the candidate"
     try:
         mod = _import_file(path, "mk_candidate")

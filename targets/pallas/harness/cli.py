@@ -15,6 +15,7 @@ from .candidate import _SESSION
 from .protocol import HARNESS_VERSION, PROCESS_ID, _clean, _own_stdout, answer
 from .limits import PHASE, _cpu_s, _env_number, peak_rss_mb, start_limits
 from .freeze import TEST_SCALE_TARGET, cmd_freeze, cmd_verify
+from .own_sizes import cmd_sample, cmd_sample_check, freeze_own
 from .steps import (cmd_baseline, cmd_bench, cmd_check, cmd_compile, cmd_load, cmd_profile, cmd_run, cmd_test,
     cmd_tunables)
 
@@ -57,7 +58,7 @@ def build_parser():
     add("load", cmd_load)
     s = add("tunables", cmd_tunables, task=False)
     s.add_argument("--candidate", required=True)
-    s = add("freeze", cmd_freeze, tests=True)
+    s = add("freeze", _freeze, tests=True)
     s.add_argument("--seeds", default="0,1", help="search seeds; 0 = the task's own inputs")
     s.add_argument("--heldout", default="1001", help="held-out seeds")
     s.add_argument("--test-scale", default=os.environ.get("MK_PALLAS_TEST_SCALE") or "auto",
@@ -65,6 +66,8 @@ def build_parser():
                         "task's own on a device), off, or that size" % TEST_SCALE_TARGET)
     s.add_argument("--scale-factor", type=int, help="freeze at exactly this scale factor (no search)")
     s.add_argument("--scale-tier", choices=("widths",), help="with --scale-factor: scale only the width sizes")
+    s.add_argument("--own-sampled", action="store_true",
+                   help="one case at the task's own sizes for sampled runs: expected outputs, inputs by seed")
     s = add("verify", cmd_verify, task=False)
     s.add_argument("--tests", required=True, help="frozen tests directory")
     add("compile", cmd_compile, candidate=True, tests=False)
@@ -78,6 +81,11 @@ def build_parser():
             s.add_argument("--calls", default="first,repeat", help="output sets to check (bench: 'bench')")
             s.add_argument("--present-only", action="store_true",
                            help="check the outputs a run that ran out of time left, skip the missing")
+    s = add("sample", cmd_sample, candidate=True, tests=True)
+    s.add_argument("--outputs", required=True, help="directory of the sampled blocks")
+    s.add_argument("--sample-seed", type=int, default=0, help="seed of the random grid points sampled")
+    s = add("sample_check", cmd_sample_check, tests=True)
+    s.add_argument("--outputs", required=True, help="directory of the sampled blocks")
     s = add("bench", cmd_bench, candidate=True, tests=False, timing=True)
     s.add_argument("--no-check-output", dest="check_output", action="store_false",
                    help="do not read the expected output here (check it with `check --calls bench`)")
@@ -86,6 +94,10 @@ def build_parser():
     s.add_argument("--latency-s", type=float)
     add("baseline", cmd_baseline, tests=False, timing=True)
     return p
+
+
+def _freeze(a):
+    return freeze_own(a) if a.own_sampled else cmd_freeze(a)
 
 
 _PARSERS = []

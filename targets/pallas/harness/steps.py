@@ -130,17 +130,25 @@ def cmd_run(a):
     cases = a.cases.split(",") if a.cases else case_ids(a.tests, heldout=a.heldout_cases)
     os.makedirs(a.outputs, exist_ok=True)
     mode = interpret_mode(jax, a.interpret)
-    try:
-        mod = load_candidate(a.candidate, _params(a), mode, a.chip)
-    except CandidateRejected as e:
-        return {"status": "rejected", "message": "kernel.py breaks the rules: %s" % e}
-    except CandidateError as e:
-        return candidate_failure(e, a.candidate)
+    mod, failed = candidate_module(a, mode)
+    if failed:
+        return failed
     progress = ProgressFile(a.outputs)
     try:
         return _run_cases(task, jax, a, mod, mode, cases, progress)
     finally:
         progress.close()
+
+
+def candidate_module(a, mode):
+    """(the candidate's module, None), or (None, its verdict: rejected by
+    the screen, or failed to import)."""
+    try:
+        return load_candidate(a.candidate, _params(a), mode, a.chip), None
+    except CandidateRejected as e:
+        return None, {"status": "rejected", "message": "kernel.py breaks the rules: %s" % e}
+    except CandidateError as e:
+        return None, candidate_failure(e, a.candidate)
 
 
 def _run_cases(task, jax, a, mod, mode, cases, progress):

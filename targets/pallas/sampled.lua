@@ -1,0 +1,112 @@
+--- targets/pallas/sampled.lua: a kernel checked at the task's own sizes on
+--- a CPU by a sampled run (harness sampling.py, own_sizes.py): its suite
+--- frozen once at those sizes (the reference run natively, its expected
+--- outputs kept, its inputs made again from the seed), the candidate's
+--- pallas_call run in TPU interpret mode with its body executed only at a
+--- sample of its parallel grid points, the output blocks those alone write
+--- compared by a process that runs no candidate code. Used where the scales
+--- a CPU can test end without a verdict (escalate.lua's "unchecked" for
+--- scale reasons) and as the last step of a held-out confirmation.
+local need, M, call = ...
+local fs = require "mk.fs"
+local args = need "args"
+local scaled_suite = need("escalate").scaled_suite
+local harness, device_harness = call.harness, call.device
+local task_args, candidate_args, sandbox_for, visible_inputs = args.task, args.candidate, args.sandbox,
+  args.visible_inputs
+
+M.defaults.sampled = true -- check at the task's own sizes by a sampled run (interpret mode)
+M.defaults.sampled_freeze_s = 420 -- s to freeze the reference at the task's own sizes (once per task)
+M.defaults.sampled_s = 300 -- s the candidate's sampled run may take (its compile included)
+M.defaults.sample_seed = 0 -- seed of the random grid points sampled (corners are always)
+
+local OWN = { args = { "--own-sampled" }, slug = "own-sampled", label = "the task's own sizes" }
+
+local function not_sampled(why)
+  return { status = "not_sampled", message = "not checked at the task's own sizes: " .. tostring(why) }
+end
+
+-- The verdict of a sampled run's answer `r` and, when it ran, its check.
+local function judged(task, build, dir, outputs, r, opts)
+  if r.status == "not_sampled" then return { status = "not_sampled", message = r.message } end
+  if r.status == "timeout" then
+    return not_sampled(string.format("its sampled run ran past %g s", M.defaults.sampled_s))
+  end
+  -- the machine's limits (memory), a harness error, a process killed from outside: no verdict
+  if r.status == "unchecked" or r.status == "error" or (r.status == "crash" and not r.phase) then
+    return not_sampled(r.message)
+  end
+  if r.status ~= "ok" then -- a race, an out-of-bounds access, a crash of its own: the verdict
+    return { status = r.status, correct = false, reason = r.reason, phase = r.phase, kind = r.kind,
+      message = r.message, checked_at = OWN.label, wall_s = r.wall_s }
+  end
+  local c = harness("sample_check", task_args(task, { "--tests", dir, "--outputs", outputs }),
+    { timeout = M.defaults.check_timeout, pool = "light", cpu = opts.cpu, build = build, mem_mb = opts.mem_mb })
+  local wall = (r.wall_s or 0) + (c.wall_s or 0)
+  if c.status == "ok" then
+    return { status = "ok", correct = true, checked_at = c.checked_at, calls_s = tonumber(r.calls_s),
+      max_abs_err = c.max_abs_err, message = "", wall_s = wall, check_s = c.wall_s }
+  end
+  if c.status == "incorrect" then
+    return { status = "incorrect", correct = false, reason = c.reason, message = c.message, block = c.block,
+      max_abs_err = c.max_abs_err, checked_at = OWN.label, wall_s = wall, check_s = c.wall_s }
+  end
+  return not_sampled("its check failed: " .. tostring(c.message))
+end
+
+--- The verdict of `build` at the task's own sizes by a sampled run:
+--- {status = "ok", checked_at = "the task's own sizes (sampled: ...)"},
+--- a failing verdict (incorrect, race, out of bounds, crash) saying where,
+--- or {status = "not_sampled", message = why nothing was checked there}.
+--- Once per build (a held-out check reuses it). `base`: the test scale's
+--- suite, beside which the own sizes' suite is frozen (in the shared
+--- suite cache when it is there).
+---@param task table
+---@param build table
+---@param base string
+---@param opts? {mem_mb?: number, cpu?: table, sandbox?: boolean, interpret?: any}
+---@return table
+function M.sampled(task, build, base, opts)
+  opts = opts or {}
+  if build.sampled_result then return build.sampled_result end
+  local mem = opts.mem_mb or build.mem_mb
+  local s = { args = OWN.args, slug = OWN.slug, label = OWN.label, timeout = M.defaults.sampled_freeze_s }
+  local dir, err = scaled_suite(task, base, s, mem)
+  local res
+  if not dir then
+    res = not_sampled("its reference could not be frozen there (" .. tostring(err) .. ")")
+  else
+    local outputs = build.workdir .. "/outputs-sampled"
+    fs.rm_rf(outputs)
+    fs.mkdirs(outputs)
+    local extra = { "--tests", dir, "--outputs", outputs, "--sample-seed", tostring(M.defaults.sample_seed) }
+    local r = device_harness("sample", candidate_args(task, build, extra, opts), {
+      timeout = M.defaults.sampled_s, cwd = build.workdir, cpu = opts.cpu, build = build, mem_mb = mem,
+      sandbox = sandbox_for(task, build.workdir, opts, visible_inputs(dir)),
+    })
+    res = judged(task, build, dir, outputs, r, opts)
+    fs.rm_rf(outputs)
+  end
+  build.sampled_result = res
+  return res
+end
+
+--- An "unchecked" result of escalation for scale reasons (`r`, its reason
+--- "scale") replaced by the sampled run's verdict when M.defaults.sampled:
+--- ok (the build marked `sampled`: its tests and timing are the sampled
+--- run's), a failing verdict, or `r` with why the own sizes were not
+--- checked added to its message.
+function M.sampled_instead(task, build, base, r, opts)
+  if not (M.defaults.sampled and r.status == "unchecked" and r.reason == "scale") then return r end
+  local s = M.sampled(task, build, base, opts)
+  if s.status == "not_sampled" then
+    r.message = tostring(r.message) .. "; " .. s.message
+    return r
+  end
+  if s.status ~= "ok" then return s end
+  s.scale_note = string.format("checked at %s (by a sampled run; %s)", s.checked_at,
+    (tostring(r.message):gsub("^not checked on this machine: ", "")))
+  build.sampled = s
+  return { status = "ok", timing = "interpret", interpret = "tpu", checked_at = s.checked_at, checked = true,
+    scale_note = s.scale_note, message = "", cases = {}, wall_s = s.wall_s }
+end
