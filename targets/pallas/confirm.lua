@@ -28,7 +28,9 @@ local read_json, scaled_suite = escalate.read_json, escalate.scaled_suite
 --- checked at a larger scale.
 M.defaults.confirm_halvings = 3
 M.defaults.confirm_s = 120
-M.defaults.confirm_total_s = 300 -- s all of one kernel's confirmation may take, freezes included
+M.defaults.confirm_total_s = 300 -- s the larger scales of one kernel's confirmation may take, freezes included
+-- s all of it may take, the sampled run at the task's own sizes (sampled.lua) included
+M.defaults.heldout_total_s = 480
 
 local function scale_flops(dir)
   local rec = read_json(dir .. "/cases.json").test_scale
@@ -103,12 +105,12 @@ end
 --- {at = the larger scale an escalated kernel was checked at}): the
 --- sampled run at the task's own sizes, `sampled()`, unless a scale
 --- checked in full was theirs. Returns `res` with it added, or {verdict}.
-function M.confirm_sampled(res, sampled)
+function M.confirm_sampled(res, sampled, started)
   local own = "the task's own sizes"
   if not res or res.verdict or res.label == own or res.at == own or not sampled or not M.defaults.sampled then
     return res
   end
-  local s = sampled()
+  local s = sampled(M.defaults.heldout_total_s - (os.time() - (started or os.time())))
   local before = res.label or res.at
   if s.status == "ok" then
     return { label = s.checked_at, text = "confirmed at " .. (before and (before .. " and at ") or "")
@@ -122,6 +124,8 @@ function M.confirm_sampled(res, sampled)
 end
 
 --- confirm_scales, then the sampled run at the task's own sizes (above).
+--- The sampled run gets what is left of M.defaults.heldout_total_s.
 function M.confirm(task, tests_dir, step, last, mem_mb, sampled)
-  return M.confirm_sampled(confirm_scales(task, tests_dir, step, last, mem_mb), sampled)
+  local started = os.time()
+  return M.confirm_sampled(confirm_scales(task, tests_dir, step, last, mem_mb), sampled, started)
 end

@@ -19,6 +19,10 @@ M.defaults.sampled = true -- check at the task's own sizes by a sampled run (int
 M.defaults.sampled_freeze_s = 420 -- s to freeze the reference at the task's own sizes (once per task)
 M.defaults.sampled_s = 300 -- s the candidate's sampled run may take (its compile included)
 M.defaults.sample_seed = 0 -- seed of the random grid points sampled (corners are always)
+-- s the whole sampled check of one build may take, the freeze (when the cache lacks it) and the run together:
+-- with the test scale's checks and the confirmation before it, an evaluation ends within 10 minutes
+M.defaults.sampled_total_s = 420
+M.defaults.sampled_min_s = 30 -- s below which no sampled run is started (its compile alone takes longer)
 
 local OWN = { args = { "--own-sampled" }, slug = "own-sampled", label = "the task's own sizes" }
 
@@ -27,10 +31,10 @@ local function not_sampled(why)
 end
 
 -- The verdict of a sampled run's answer `r` and, when it ran, its check.
-local function judged(task, build, dir, outputs, r, opts)
+local function judged(task, build, dir, outputs, r, opts, run_s)
   if r.status == "not_sampled" then return { status = "not_sampled", message = r.message } end
   if r.status == "timeout" then
-    return not_sampled(string.format("its sampled run ran past %g s", M.defaults.sampled_s))
+    return not_sampled(string.format("its sampled run ran past %.0f s", run_s))
   end
   -- the machine's limits (memory), a harness error, a process killed from outside: no verdict
   if r.status == "unchecked" or r.status == "error" or (r.status == "crash" and not r.phase) then
@@ -60,31 +64,46 @@ end
 --- or {status = "not_sampled", message = why nothing was checked there}.
 --- Once per build (a held-out check reuses it). `base`: the test scale's
 --- suite, beside which the own sizes' suite is frozen (in the shared
---- suite cache when it is there).
+--- suite cache when it is there). All of it ends within `limit_s` (the
+--- time a confirmation has left) and M.defaults.sampled_total_s: the
+--- freeze and the run get what is left of it, at most their own limits,
+--- and none is started with less than M.defaults.sampled_min_s left.
 ---@param task table
 ---@param build table
 ---@param base string
 ---@param opts? {mem_mb?: number, cpu?: table, sandbox?: boolean, interpret?: any}
+---@param limit_s? number
 ---@return table
-function M.sampled(task, build, base, opts)
+function M.sampled(task, build, base, opts, limit_s)
   opts = opts or {}
   if build.sampled_result then return build.sampled_result end
+  local limit = math.min(limit_s or math.huge, M.defaults.sampled_total_s)
+  local started = os.time()
+  local function left() return limit - (os.time() - started) end
+  if left() < M.defaults.sampled_min_s then
+    return not_sampled(string.format("no time left for it (%.0f s of the evaluation's allowance)", math.max(0, left())))
+  end
   local mem = opts.mem_mb or build.mem_mb
-  local s = { args = OWN.args, slug = OWN.slug, label = OWN.label, timeout = M.defaults.sampled_freeze_s }
+  local s = { args = OWN.args, slug = OWN.slug, label = OWN.label,
+    timeout = math.min(M.defaults.sampled_freeze_s, left() - M.defaults.sampled_min_s) }
   local dir, err = scaled_suite(task, base, s, mem)
   local res
   if not dir then
     res = not_sampled("its reference could not be frozen there (" .. tostring(err) .. ")")
+  elseif left() < M.defaults.sampled_min_s then
+    res = not_sampled(string.format("no time left for its run after the freeze (%d s of %.0f s)", os.time() - started,
+      limit))
   else
     local outputs = build.workdir .. "/outputs-sampled"
     fs.rm_rf(outputs)
     fs.mkdirs(outputs)
     local extra = { "--tests", dir, "--outputs", outputs, "--sample-seed", tostring(M.defaults.sample_seed) }
+    local run_s = math.min(M.defaults.sampled_s, left())
     local r = device_harness("sample", candidate_args(task, build, extra, opts), {
-      timeout = M.defaults.sampled_s, cwd = build.workdir, cpu = opts.cpu, build = build, mem_mb = mem,
+      timeout = run_s, cwd = build.workdir, cpu = opts.cpu, build = build, mem_mb = mem,
       sandbox = sandbox_for(task, build.workdir, opts, visible_inputs(dir)),
     })
-    res = judged(task, build, dir, outputs, r, opts)
+    res = judged(task, build, dir, outputs, r, opts, run_s)
     fs.rm_rf(outputs)
   end
   build.sampled_result = res

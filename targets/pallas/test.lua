@@ -103,7 +103,7 @@ end
 -- own sizes sampled; for a build escalated to a larger scale already, the
 -- sampled run alone. nil when there is nothing larger to check.
 local function confirmation(task, build, tests_dir, used, step, last, mem, opts)
-  local function sampled() return M.sampled(task, build, build.base_tests or tests_dir, opts) end
+  local function sampled(limit_s) return M.sampled(task, build, build.base_tests or tests_dir, opts, limit_s) end
   if used == tests_dir then return M.confirm(task, tests_dir, step, last, mem, sampled) end
   return M.confirm_sampled({ at = build.checked_at, text = "" }, sampled)
 end

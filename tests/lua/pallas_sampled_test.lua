@@ -92,6 +92,13 @@ t.test("the held-out confirmation ends with a sampled run at the task's own size
   t.eq(h.status, "ok", h.message)
   t.matches(h.confirmed_at or "", "^the task's own sizes %(sampled: ")
   t.contains(h.confirm_note, "confirmed at scale factor 2 and at the task's own sizes (sampled: ")
+  -- the confirmation's allowance spent: the sampled run is not started, and the note says so
+  local keep_total = pallas.defaults.heldout_total_s
+  pallas.defaults.heldout_total_s = 0
+  h = ev:heldout(k.small_shortcut .. "\n# the same kernel, another build\n")
+  pallas.defaults.heldout_total_s = keep_total
+  t.eq(h.status, "ok", h.message) -- right at scale factor 2; its shortcut at the task's own sizes not reached
+  t.contains(h.confirm_note, "not checked at the task's own sizes: no time left for it")
   ev:close()
   pallas.defaults.confirm_halvings = keep
   cpu.teardown(pallas)
