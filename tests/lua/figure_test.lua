@@ -292,7 +292,17 @@ t.test("show, summary.json and compare name the same best node with the same fig
   -- the kernel made twice: the older node names the latest, both show one figure
   t.eq(row_of.n0002.same_as, "n0004")
   t.eq(row_of.n0002.latency_s, row_of.n0004.latency_s)
-  t.ok(row_of.n0004.measurements >= 2, "measured at least twice")
+  -- benchmarked twice; under a load that comes and goes one of the two may be
+  -- flagged as contended and kept apart from the median, so count both kinds
+  local measures = figure.measures(dir .. "/events.jsonl")
+  local last
+  for _, m in ipairs(measures) do
+    if m.node == "n0002" or m.node == "n0004" then last = m end
+  end
+  t.ok(last, "a measure event of the kernel made twice")
+  local taken = last.contended and #last.flagged or #last.samples + #(last.flagged or {})
+  t.ok(taken >= 2, "benchmarked at least twice")
+  t.ok(row_of.n0004.measurements >= 1)
   local _, text = mk { "show", dir, "n0002" }
   t.contains(text, "same kernel as n0004, see there")
   -- compare: the run as one repeat of a bench, against a copy of itself
