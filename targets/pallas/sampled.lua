@@ -23,15 +23,35 @@ M.defaults.sample_seed = 0 -- seed of the random grid points sampled (corners ar
 -- with the test scale's checks and the confirmation before it, an evaluation ends within 10 minutes
 M.defaults.sampled_total_s = 420
 M.defaults.sampled_min_s = 30 -- s below which no sampled run is started (its compile alone takes longer)
+M.defaults.sampled_plan_s = 60 -- s to plan the sampled call from the task's own shapes, before any freeze
 
-local OWN = { args = { "--own-sampled" }, slug = "own-sampled", label = "the task's own sizes" }
+local OWN = { slug = "own-sampled", label = "the task's own sizes" }
 
 local function not_sampled(why)
   return { status = "not_sampled", message = "not checked at the task's own sizes: " .. tostring(why) }
 end
 
+-- The check of the blocks in `outputs`; when they fail by their values
+-- alone and time is left, checked again beside the reference evaluated in
+-- float32 on them (sample_wide): a kernel computing in float32 may be
+-- further from a bfloat16 reference than the tolerance and nearer the
+-- true value, as the test scale's cases allow for with their own float32
+-- evaluation.
+local function checked(task, build, dir, outputs, opts, left)
+  local function check()
+    return harness("sample_check", task_args(task, { "--tests", dir, "--outputs", outputs }),
+      { timeout = M.defaults.check_timeout, pool = "light", cpu = opts.cpu, build = build, mem_mb = opts.mem_mb })
+  end
+  local c = check()
+  if c.status ~= "incorrect" or c.reason ~= "mismatch" or left() < M.defaults.sampled_min_s then return c, 0 end
+  local w = device_harness("sample_wide", task_args(task, { "--tests", dir, "--outputs", outputs }),
+    { timeout = left(), cpu = opts.cpu, build = build, mem_mb = opts.mem_mb or build.mem_mb })
+  if w.status ~= "ok" or not w.wide then return c, w.wall_s or 0 end
+  return check(), (w.wall_s or 0) + (c.wall_s or 0)
+end
+
 -- The verdict of a sampled run's answer `r` and, when it ran, its check.
-local function judged(task, build, dir, outputs, r, opts, run_s)
+local function judged(task, build, dir, outputs, r, opts, run_s, left)
   if r.status == "not_sampled" then return { status = "not_sampled", message = r.message } end
   if r.status == "timeout" then
     return not_sampled(string.format("its sampled run ran past %.0f s", run_s))
@@ -44,9 +64,8 @@ local function judged(task, build, dir, outputs, r, opts, run_s)
     return { status = r.status, correct = false, reason = r.reason, phase = r.phase, kind = r.kind,
       message = r.message, checked_at = OWN.label, wall_s = r.wall_s }
   end
-  local c = harness("sample_check", task_args(task, { "--tests", dir, "--outputs", outputs }),
-    { timeout = M.defaults.check_timeout, pool = "light", cpu = opts.cpu, build = build, mem_mb = opts.mem_mb })
-  local wall = (r.wall_s or 0) + (c.wall_s or 0)
+  local c, more = checked(task, build, dir, outputs, opts, left)
+  local wall = (r.wall_s or 0) + (c.wall_s or 0) + more
   if c.status == "ok" then
     return { status = "ok", correct = true, checked_at = c.checked_at, calls_s = tonumber(r.calls_s),
       max_abs_err = c.max_abs_err, message = "", wall_s = wall, check_s = c.wall_s }
@@ -84,7 +103,15 @@ function M.sampled(task, build, base, opts, limit_s)
     return not_sampled(string.format("no time left for it (%.0f s of the evaluation's allowance)", math.max(0, left())))
   end
   local mem = opts.mem_mb or build.mem_mb
-  local s = { args = OWN.args, slug = OWN.slug, label = OWN.label,
+  -- the candidate's call planned from the shapes first: a kernel that cannot be sampled costs no freeze
+  local plan = device_harness("sample_plan", candidate_args(task, build, { "--sample-seed",
+    tostring(M.defaults.sample_seed) }, opts), { timeout = math.min(M.defaults.sampled_plan_s, left()),
+    cwd = build.workdir, cpu = opts.cpu, build = build, mem_mb = mem, sandbox = sandbox_for(task, build.workdir, opts) })
+  if plan.status == "not_sampled" or plan.status == "compile_error" then
+    build.sampled_result = not_sampled((tostring(plan.message):gsub("^not checked at the task's own sizes: ", "")))
+    return build.sampled_result
+  end
+  local s = { args = { "--own-sampled", "--base", base }, slug = OWN.slug, label = OWN.label,
     timeout = math.min(M.defaults.sampled_freeze_s, left() - M.defaults.sampled_min_s) }
   local dir, err = scaled_suite(task, base, s, mem)
   local res
@@ -103,7 +130,7 @@ function M.sampled(task, build, base, opts, limit_s)
       timeout = run_s, cwd = build.workdir, cpu = opts.cpu, build = build, mem_mb = mem,
       sandbox = sandbox_for(task, build.workdir, opts, visible_inputs(dir)),
     })
-    res = judged(task, build, dir, outputs, r, opts, run_s)
+    res = judged(task, build, dir, outputs, r, opts, run_s, left)
     fs.rm_rf(outputs)
   end
   build.sampled_result = res

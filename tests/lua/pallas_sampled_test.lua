@@ -66,10 +66,22 @@ t.test("kernels made for the task's own sizes are checked there by a sampled run
   -- wrong only at the task's own sizes
   r = ev:evaluate(k.own_shortcut, { tune = false, profile = false })
   t.eq(r.status, "incorrect", r.message)
-  -- what the sampler cannot run faithfully keeps today's verdict, saying why
+  -- what the sampler cannot run faithfully keeps today's verdict, saying why, found from the shapes
+  -- before anything is frozen or run at the task's own sizes
+  local steps = {}
+  pallas.on_result = function(step) steps[#steps + 1] = step end
   r = ev:evaluate(k.arbitrary, { tune = false, profile = false })
+  pallas.on_result = nil
   t.eq(r.status, "unchecked", r.message)
   t.contains(r.message, "not checked at the task's own sizes: no leading grid dimension is declared parallel")
+  local planned
+  for i, step in ipairs(steps) do
+    if step == "sample_plan" then planned = i end
+  end
+  t.ok(planned, "planned first: " .. table.concat(steps, ", "))
+  for i = planned, #steps do
+    t.ok(steps[i] ~= "freeze" and steps[i] ~= "sample", "nothing frozen or run after the plan: " .. table.concat(steps, ", "))
+  end
   ev:close()
   pallas.defaults.escalate_timeout = ESCALATE_TIMEOUT
   cpu.teardown(pallas)

@@ -1485,7 +1485,7 @@ class TestSampling(unittest.TestCase):
         params = pltpu.InterpretParams(uninitialized_memory="nan")
         with self.S.trace(0) as st, pltpu.force_tpu_interpret_mode(params):
             traced = jax.jit(self.S.wrap_outputs(f, st)).trace(x)
-            self.assertIsNone(self.S.refusal(st, self.S.count_pallas_calls(traced.jaxpr.jaxpr)))
+            self.assertIsNone(self.S.refusal(st, traced.jaxpr.jaxpr))
             y = np.asarray(traced.lower().compile()(x))
         plan = st.calls[0][0]
         written = np.zeros((8, 8), bool)
@@ -1499,11 +1499,138 @@ class TestSampling(unittest.TestCase):
                     np.testing.assert_array_equal(blk, want)
                 else:  # its buffer written back as the last sampled step left it (or NaN): never its own values
                     self.assertFalse(np.array_equal(blk, want), "block %s ran though not sampled" % ((i, j),))
+        # a reshape after the call moves values across blocks: refused
+        with self.S.trace(0) as st, pltpu.force_tpu_interpret_mode(params):
+            traced = jax.jit(self.S.wrap_outputs(lambda x: f(x).reshape(1024, 64), st)).trace(x)
+            self.assertIn("not its pallas_call's outputs", self.S.refusal(st, traced.jaxpr.jaxpr))
+
+        # a transpose after the call (attention kernels return (B, S, H, D)): its blocks move with it
+        def h(x):
+            return f(x).T
+        with self.S.trace(0) as st, pltpu.force_tpu_interpret_mode(params):
+            traced = jax.jit(self.S.wrap_outputs(h, st)).trace(x)
+            self.assertIsNone(self.S.refusal(st, traced.jaxpr.jaxpr))
+            yt = np.asarray(traced.lower().compile()(x))
+        self.assertEqual(yt.shape, (1024, 64))
+        moved = st.calls[0][0].blocks
+        self.assertEqual(len(moved), len(plan.blocks))
+        for b in moved:
+            i, j = b["index"][1], b["index"][0]  # the call's block (i, j) is the kernel's (j, i)
+            self.assertEqual((b["start"], b["stop"]), ([128 * j, 8 * i], [128 * j + 128, 8 * i + 8]))
+            blk = yt[b["start"][0]:b["stop"][0], b["start"][1]:b["stop"][1]]
+            np.testing.assert_array_equal(blk, (np.asarray(x)[8 * i:8 * i + 8, 128 * j:128 * j + 128] + 1).T)
+        # run apart (the operands, then the call alone): the same blocks, moved as the kernel moves them
+        before, call, avals = self.S.split_at_call(traced.jaxpr)
+        self.assertEqual([tuple(v.shape) for v in avals], [(64, 1024)])
+        with pltpu.force_tpu_interpret_mode(params):
+            outs = jax.jit(call)(*jax.jit(before)(x))
+        for b, got in zip(moved, self.S.call_blocks(outs, st.calls[0][0])):
+            np.testing.assert_array_equal(got, yt[b["start"][0]:b["stop"][0], b["start"][1]:b["stop"][1]])
         # work after the call: its outputs are not the pallas_call's, refused
         with self.S.trace(0) as st, pltpu.force_tpu_interpret_mode(params):
             traced = jax.jit(self.S.wrap_outputs(lambda x: f(x) * 2, st)).trace(x)
             self.assertIn("not its pallas_call's outputs",
-                          self.S.refusal(st, self.S.count_pallas_calls(traced.jaxpr.jaxpr)))
+                          self.S.refusal(st, traced.jaxpr.jaxpr))
+
+
+class TestChunkedReference(unittest.TestCase):
+    """A reference too large for a process at the task's own sizes, run in
+    equal parts along axes every array has (harness/chunked.py): the plan
+    splits the lowest axes first and only as far as needed, the parts give
+    the unsplit outputs, and a reference that mixes its parts (a softmax
+    over the batch) or maps heads another way is found out on the test
+    scale's inputs, never split."""
+
+    def setUp(self):
+        self.C = importlib.import_module("harness.chunked")
+
+    def test_the_plan_splits_the_lowest_axes_first_and_no_further(self):
+        # GQA's own sizes: q (4, 4096, 128, 128), k and v (4, 4096, 8, 128), out as q
+        q, kv = (4, 4096, 128, 128), (4, 4096, 8, 128)
+        sizes = self.C.axis_sizes([q, kv, kv], [q])
+        self.assertEqual(sizes, {0: 4, 1: 4096, 2: 8, 3: 128})
+        self.assertEqual(self.C.choose(sizes, 100, 100), {})
+        self.assertEqual(self.C.choose(sizes, 100, 50, usable={0, 2}), {0: 2})
+        self.assertEqual(self.C.choose(sizes, 100, 20, usable={0, 2}), {0: 4, 2: 2})
+        self.assertEqual(self.C.choose(sizes, 100, 3.2, usable={0, 2}), {0: 4, 2: 8})
+        self.assertIsNone(self.C.choose(sizes, 100, 3.0, usable={0, 2}), "32 parts at most")
+        self.assertEqual(self.C.axis_sizes([(6, 5)], [(6,)]), {0: 6}, "the axes every array has")
+
+    @skip_unless(HAVE_JAX, "jax not installed")
+    def test_parts_give_the_whole_and_mixing_references_are_refused(self):
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+        def gqa(q, k):  # query head h reads kv head h // G
+            G = q.shape[1] // k.shape[1]
+            return jnp.einsum("bhd,bhd->bhd", q, jnp.repeat(k, G, axis=1)) * 2.0
+
+        def interleaved(q, k):  # query head h reads kv head h % Hkv
+            return q * jnp.tile(k, (1, q.shape[1] // k.shape[1], 1))
+
+        def batch_softmax(q, k):  # mixes the batch
+            return jax.nn.softmax(q, axis=0) + k.sum()
+
+        rng = np.random.default_rng(0)
+        q = jnp.asarray(rng.standard_normal((4, 8, 16)), jnp.float32)
+        k = jnp.asarray(rng.standard_normal((4, 2, 16)), jnp.float32)
+        tol = {"atol": 1e-3, "rtol": 1e-3}
+        out = [jax.ShapeDtypeStruct((4, 8, 16), jnp.float32)]
+        whole = np.asarray(gqa(q, k))
+        parts = self.C.run(jax, gqa, [q, k], {0: 4, 1: 2}, out)
+        np.testing.assert_array_equal(parts[0], whole)
+        where = tempfile.mkdtemp()  # the outputs written to files part by part
+        np.testing.assert_array_equal(self.C.run(jax, gqa, [q, k], {0: 4, 1: 2}, out, where=where)[0], whole)
+        shutil.rmtree(where)
+        self.assertIsNone(self.C.verify(jax, gqa, [q, k], {0: 4, 1: 2}, tol))
+        self.assertIn("differ from its unsplit ones", self.C.verify(jax, interleaved, [q, k], {1: 2}, tol))
+        self.assertIn("differ from its unsplit ones", self.C.verify(jax, batch_softmax, [q, k], {0: 2}, tol))
+        self.assertIsNone(self.C.verify(jax, interleaved, [q, k], {0: 2}, tol), "its batch is separable")
+        # attention in bfloat16: its evaluations at other shapes round differently; the batch passes, queries do not
+        def attn(q, k):
+            s = jnp.einsum("bqd,bkd->bqk", q, k)
+            return jnp.einsum("bqk,bkd->bqd", jax.nn.softmax(s, axis=-1), k)
+        qb = jnp.asarray(rng.standard_normal((4, 64, 16)), jnp.bfloat16)
+        self.assertIsNone(self.C.verify(jax, attn, [qb, qb], {0: 4}, tol))
+        self.assertIn("differ from its unsplit ones", self.C.verify(jax, attn, [qb, qb], {1: 2}, tol))
+        # an axis the test scale cannot split as the own sizes are split
+        self.assertIn("cannot be split", self.C.verify(jax, gqa, [q[:, :1], k[:, :1]], {1: 2}, tol))
+
+
+    @skip_unless(HAVE_JAX, "jax not installed")
+    def test_the_float32_evaluation_on_the_sampled_blocks_alone_and_spilled_inputs(self):
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+        def gqa(q, k):
+            return jnp.sin(q) * jnp.repeat(k, q.shape[1] // k.shape[1], axis=1)
+        rng = np.random.default_rng(1)
+        q = rng.standard_normal((4, 8, 16)).astype(jnp.bfloat16)
+        k = rng.standard_normal((4, 2, 16)).astype(jnp.bfloat16)
+        out = [jax.ShapeDtypeStruct((4, 8, 16), jnp.bfloat16)]
+        blocks = [{"output": 0, "start": [0, 0, 0], "stop": [1, 8, 16]},
+                  {"output": 0, "start": [1, 2, 4], "stop": [3, 6, 12]}]  # across parts on both axes
+        self.assertEqual(self.C.part_of(blocks[1], (4, 8, 16), {0: 2, 1: 2}),
+                         [{0: 0, 1: 0}, {0: 0, 1: 1}, {0: 1, 1: 0}, {0: 1, 1: 1}])
+        tmp = tempfile.mkdtemp()
+        old = self.C.SPILL_BYTES
+        self.C.SPILL_BYTES = 1  # every input read from its file, part by part
+        try:
+            dyn = self.C.spill([q, k], tmp)
+        finally:
+            self.C.SPILL_BYTES = old
+        self.assertIsInstance(dyn[0], self.C.Spilled)
+        wide, why = self.C.blocks_wide(jax, gqa, dyn, {0: 2, 1: 2}, out, blocks, 1e12)
+        self.assertIsNone(why)
+        full = np.asarray(gqa(q.astype(np.float32), k.astype(np.float32)))
+        for w, b in zip(wide, blocks):
+            self.assertEqual(w.dtype, np.float32)
+            np.testing.assert_allclose(w, full[tuple(slice(s, e) for s, e in zip(b["start"], b["stop"]))], rtol=1e-6)
+        _, why = self.C.blocks_wide(jax, gqa, dyn, {0: 2, 1: 2}, out, blocks, 10)
+        self.assertIn("needs", why)
+        shutil.rmtree(tmp)
 
 
 class TestPallasKernels(unittest.TestCase):

@@ -15,7 +15,7 @@ from .candidate import _SESSION
 from .protocol import HARNESS_VERSION, PROCESS_ID, _clean, _own_stdout, answer
 from .limits import PHASE, _cpu_s, _env_number, peak_rss_mb, start_limits
 from .freeze import TEST_SCALE_TARGET, cmd_freeze, cmd_verify
-from .own_sizes import cmd_sample, cmd_sample_check, freeze_own
+from .own_sizes import cmd_sample, cmd_sample_check, cmd_sample_plan, cmd_sample_wide, freeze_own
 from .steps import (cmd_baseline, cmd_bench, cmd_check, cmd_compile, cmd_load, cmd_profile, cmd_run, cmd_test,
     cmd_tunables)
 
@@ -68,6 +68,8 @@ def build_parser():
     s.add_argument("--scale-tier", choices=("widths",), help="with --scale-factor: scale only the width sizes")
     s.add_argument("--own-sampled", action="store_true",
                    help="one case at the task's own sizes for sampled runs: expected outputs, inputs by seed")
+    s.add_argument("--base", help="with --own-sampled: the test scale's suite, on which a reference computed "
+                                  "in parts is checked against its unsplit self")
     s = add("verify", cmd_verify, task=False)
     s.add_argument("--tests", required=True, help="frozen tests directory")
     add("compile", cmd_compile, candidate=True, tests=False)
@@ -84,6 +86,10 @@ def build_parser():
     s = add("sample", cmd_sample, candidate=True, tests=True)
     s.add_argument("--outputs", required=True, help="directory of the sampled blocks")
     s.add_argument("--sample-seed", type=int, default=0, help="seed of the random grid points sampled")
+    s = add("sample_plan", cmd_sample_plan, candidate=True, tests=False)
+    s.add_argument("--sample-seed", type=int, default=0, help="seed of the random grid points sampled")
+    s = add("sample_wide", cmd_sample_wide, tests=True)
+    s.add_argument("--outputs", required=True, help="directory of the sampled blocks")
     s = add("sample_check", cmd_sample_check, tests=True)
     s.add_argument("--outputs", required=True, help="directory of the sampled blocks")
     s = add("bench", cmd_bench, candidate=True, tests=False, timing=True)

@@ -319,23 +319,110 @@ def wrap_outputs(fn, st):
     return outer
 
 
-def refusal(st, jaxpr_calls):
-    """Why a sampled trace cannot be judged, or None."""
+def _through_transposes(jaxpr):
+    """[(the pallas_call's output, permutation)] per output of `jaxpr` when
+    each is one of the call's outputs moved by transposes alone (a kernel
+    in (B, H, S, D) returning (B, S, H, D)): final axis i is the call
+    output's axis permutation[i]; None when anything else is done after
+    the call, or the call is not in `jaxpr` itself."""
+    calls = [e for e in jaxpr.eqns if e.primitive.name == "pallas_call"]
+    if len(calls) != 1:
+        return None
+    call_out = {v: o for o, v in enumerate(calls[0].outvars)}
+    producer = {v: e for e in jaxpr.eqns for v in e.outvars}
+    maps = []
+    for v in jaxpr.outvars:
+        if type(v).__name__ == "Literal":
+            return None
+        perm = list(range(len(v.aval.shape)))
+        while v not in call_out:
+            e = producer.get(v)
+            if e is None or e.primitive.name != "transpose":
+                return None
+            p = e.params["permutation"]
+            perm = [p[i] for i in perm]
+            v = e.invars[0]
+        maps.append((call_out[v], perm))
+    return maps
+
+
+def _moved(blocks, maps):
+    """The blocks of the call's outputs where they are in the kernel's
+    outputs (`maps`, from _through_transposes), and for each the block of
+    the call's output it is and the permutation that moves it there;
+    blocks of an output the kernel does not return are left out."""
+    out, sources = [], []
+    for j, (o, perm) in enumerate(maps):
+        for b in blocks:
+            if b["output"] == o:
+                out.append({"output": j, "index": [b["index"][i] for i in perm],
+                            "start": [b["start"][i] for i in perm], "stop": [b["stop"][i] for i in perm]})
+                sources.append((b, perm))
+    return out, sources
+
+
+def refusal(st, jaxpr):
+    """Why a sampled trace (its jaxpr) cannot be judged, or None. Outputs
+    that are the call's moved by transposes get their blocks moved with
+    them (the plan's blocks are then in the kernel's output coordinates)."""
     if st.refused:
         return st.refused[0]
+    jaxpr_calls = count_pallas_calls(jaxpr)
     if jaxpr_calls != st.seen or st.seen == 0:
         return ("%d pallas_call(s) traced, %d through pl.pallas_call: one bound before the harness wrapped it, "
                 "or under an inner jit traced earlier" % (jaxpr_calls, st.seen))
     if len(st.calls) != 1:
         return "%d pallas_calls (one is sampled)" % len(st.calls)
-    if not getattr(st, "direct", False):
-        return "the kernel's outputs are not its pallas_call's outputs (work after the call, or the call " \
-               "inside vmap or an inner jit)"
+    plan = st.calls[0][0]
+    if getattr(st, "direct", False):
+        plan.sources = [(b, list(range(len(b["start"])))) for b in plan.blocks]
+        return None
+    maps = _through_transposes(jaxpr)
+    if maps is None:
+        return "the kernel's outputs are not its pallas_call's outputs (work after the call other than " \
+               "transposes, or the call inside vmap or an inner jit)"
+    plan.blocks, plan.sources = _moved(plan.blocks, maps)
+    if not plan.blocks:
+        return "no output block written by sampled grid points alone is among the kernel's outputs"
     return None
 
 
-def gather(outs, plan):
-    """The compared blocks' values of the outputs (numpy), in the plan's order."""
+def gathered(fn, plan):
+    """`fn` returning only the plan's blocks of its outputs (in the plan's
+    order): compiled so, the kernel's outputs are never materialised past
+    the call (a transpose after it copies 537 MB at 2p GQA's own sizes)."""
+    def outer(*dyn):
+        leaves = _leaves(fn(*dyn), lambda x: False)
+        return [leaves[b["output"]][tuple(slice(s, e) for s, e in zip(b["start"], b["stop"]))] for b in plan.blocks]
+    outer.__name__ = getattr(fn, "__name__", "mk_candidate")
+    return outer
+
+
+def split_at_call(closed):
+    """(before, call, operand avals): functions of the kernel's traced
+    jaxpr `closed` (the sampled trace, refusal() passed) computing the
+    pallas_call's operands from the kernel's inputs, and the call alone. Run apart, the
+    kernel's inputs are freed before the call runs (at 2p GQA's own sizes
+    the inputs and their transposes are 0.67 GB each). None when the call
+    is not in the jaxpr itself or its operands are not distinct variables."""
+    from jax.extend import core as jcore
+    jaxpr = closed.jaxpr
+    at = [i for i, e in enumerate(jaxpr.eqns) if e.primitive.name == "pallas_call"]
+    if len(at) != 1:
+        return None
+    eqn = jaxpr.eqns[at[0]]
+    ops = list(eqn.invars)
+    if any(type(v).__name__ == "Literal" for v in ops) or len(set(ops)) != len(ops):
+        return None
+    before = jcore.Jaxpr(jaxpr.constvars, jaxpr.invars, ops, jaxpr.eqns[:at[0]])
+    call = jcore.Jaxpr([], ops, list(eqn.outvars), [eqn])
+    return (jcore.jaxpr_as_fun(jcore.ClosedJaxpr(before, closed.consts)),
+            jcore.jaxpr_as_fun(jcore.ClosedJaxpr(call, [])), [v.aval for v in ops])
+
+
+def call_blocks(outs, plan):
+    """The plan's blocks (numpy, in the plan's order) from the pallas_call's
+    own outputs `outs`, each moved as the kernel moves it."""
     import numpy as np
-    return [np.asarray(outs[b["output"]][tuple(slice(s, e) for s, e in zip(b["start"], b["stop"]))])
-            for b in plan.blocks]  # a slice of a JAX array is copied alone, not the whole output
+    return [np.transpose(np.asarray(outs[b["output"]][tuple(slice(s, e) for s, e in zip(b["start"], b["stop"]))]),
+                         perm) for b, perm in plan.sources]
