@@ -15,6 +15,7 @@ it), groups its heads another way (h % Hkv) or reads a size it was not
 given fails that and is refused, as before, at the task's own sizes.
 """
 
+import itertools
 import math
 import os
 
@@ -51,6 +52,27 @@ class Spilled:
             return np.array(m[sl])
         finally:
             del m
+
+
+def as_numpy(dyn):
+    """The inputs as numpy arrays (a Spilled one as it is). The caller
+    drops its own list: a JAX array read as numpy keeps both copies."""
+    return [_to_numpy(x) if hasattr(x, "shape") and not isinstance(x, Spilled) else x for x in dyn]
+
+
+def resident_bytes(dyn):
+    """Bytes of the inputs this process holds (a Spilled one is on disk)."""
+    return sum(int(x.size) * x.dtype.itemsize for x in dyn if hasattr(x, "shape") and not isinstance(x, Spilled))
+
+
+def xla_bytes(compiled):
+    """The bytes XLA's compiled program holds (its arguments, outputs and
+    temporaries), or None when it does not say."""
+    try:
+        m = compiled.memory_analysis()
+        return int(m.temp_size_in_bytes) + int(m.argument_size_in_bytes) + int(m.output_size_in_bytes)
+    except Exception:  # a backend without the analysis
+        return None
 
 
 def spill(np_dyn, where):
@@ -117,17 +139,28 @@ def _slices(shape, parts, k):
     return tuple(out)
 
 
+def _indices(ranges):
+    """Every {axis: index} with each axis's index in its range ({axis: range})."""
+    keys = sorted(ranges)
+    return [dict(zip(keys, c)) for c in itertools.product(*(ranges[p] for p in keys))]
+
+
 def _chunk_indices(parts):
-    keys = sorted(parts)
-    idx = [{}]
-    for p in keys:
-        idx = [{**k, p: i} for k in idx for i in range(parts[p])]
-    return idx
+    return _indices({p: range(m) for p, m in parts.items()})
 
 
 def _chunk_inputs(jax, np_dyn, parts, k):
     return [jax.device_put(np_dyn_x[_slices(np_dyn_x.shape, parts, k)]) if hasattr(np_dyn_x, "shape") else np_dyn_x
             for np_dyn_x in np_dyn]
+
+
+def _part_args(jax, np_dyn, parts, k, widen=False):
+    """The arguments of chunk `k`'s call (its arrays, bfloat16/float16
+    widened to float32 with `widen`; the static values left out)."""
+    import numpy as np
+    from .freeze import _narrow
+    args = _chunk_inputs(jax, np_dyn, parts, k)
+    return [x.astype(np.float32) if widen and _narrow(x) else x for x in args if hasattr(x, "shape")]
 
 
 def compiled_chunk(jax, fn, np_dyn, parts):
@@ -143,7 +176,7 @@ def run(jax, fn, dyn, parts, out_shapes, compiled=None, where=None):
     part (the outputs are not resident while the parts run), and read
     back whole at the end."""
     import numpy as np
-    np_dyn = [_to_numpy(x) if hasattr(x, "shape") and not isinstance(x, Spilled) else x for x in dyn]
+    np_dyn = as_numpy(dyn)
     compiled = compiled or compiled_chunk(jax, fn, np_dyn, parts)
     if where:
         os.makedirs(where, exist_ok=True)
@@ -153,10 +186,8 @@ def run(jax, fn, dyn, parts, out_shapes, compiled=None, where=None):
                 f.truncate(int(math.prod(sh.shape)) * np.dtype(sh.dtype).itemsize)
     else:
         outs = [np.empty(tuple(s.shape), dtype=s.dtype) for s in out_shapes]
-    statics = set(i for i, x in enumerate(dyn) if not hasattr(x, "shape"))
     for k in _chunk_indices(parts):
-        args = [x for i, x in enumerate(_chunk_inputs(jax, np_dyn, parts, k)) if i not in statics]
-        for i, got in enumerate(_leaves(compiled(*args))):
+        for i, got in enumerate(_leaves(compiled(*_part_args(jax, np_dyn, parts, k)))):
             sh = out_shapes[i]
             o = np.memmap(paths[i], dtype=sh.dtype, mode="r+", shape=tuple(sh.shape)) if where else outs[i]
             o[_slices(o.shape, parts, k)] = _to_numpy(got)
@@ -204,12 +235,8 @@ def verify(jax, fn, dyn, parts, tol):
 def part_of(block, shape, parts):
     """The chunk indices ({axis: index}) that block {start, stop} of an
     output of `shape` overlaps under `parts`."""
-    idx = [{}]
-    for p in sorted(parts):
-        step = int(shape[p]) // parts[p]
-        first, last = block["start"][p] // step, (block["stop"][p] - 1) // step
-        idx = [{**k, p: i} for k in idx for i in range(first, last + 1)]
-    return idx
+    step = {p: int(shape[p]) // m for p, m in parts.items()}
+    return _indices({p: range(block["start"][p] // step[p], (block["stop"][p] - 1) // step[p] + 1) for p in parts})
 
 
 def blocks_wide(jax, fn, dyn, parts, out_shapes, blocks, budget):
@@ -218,18 +245,12 @@ def blocks_wide(jax, fn, dyn, parts, out_shapes, blocks, budget):
     None, why when one part would need more than `budget` bytes."""
     import numpy as np
     from .freeze import _narrow
-    np_dyn = [_to_numpy(x) if hasattr(x, "shape") and not isinstance(x, Spilled) else x for x in dyn]
-
-    def widened(k):
-        return [x.astype(np.float32) if _narrow(x) else x for x in _chunk_inputs(jax, np_dyn, parts, k)]
-    first = widened({p: 0 for p in parts})
+    np_dyn = as_numpy(dyn)
+    # compiled for the first chunk's widened inputs, static values included (as the reference takes them)
+    first = [x.astype(np.float32) if _narrow(x) else x for x in _chunk_inputs(jax, np_dyn, parts, {p: 0 for p in parts})]
     compiled = jit_static(jax, fn, first).lower(*first).compile()
     del first
-    try:
-        m = compiled.memory_analysis()
-        need = int(m.temp_size_in_bytes) + int(m.argument_size_in_bytes) + int(m.output_size_in_bytes)
-    except Exception:  # a backend without the analysis
-        need = None
+    need = xla_bytes(compiled)
     if need and need * XLA_UNDERCOUNT > budget:
         return None, "its float32 evaluation needs %.3g MB a part (XLA's count x %.1f), over %.3g MB" % (
             need * XLA_UNDERCOUNT / 1e6, XLA_UNDERCOUNT, budget / 1e6)
@@ -238,11 +259,9 @@ def blocks_wide(jax, fn, dyn, parts, out_shapes, blocks, budget):
     for i, b in enumerate(blocks):
         for k in part_of(b, out_shapes[b["output"]].shape, parts):
             wanted.setdefault(tuple(sorted(k.items())), []).append(i)
-    statics = set(i for i, x in enumerate(dyn) if not hasattr(x, "shape"))
     for key, which in sorted(wanted.items()):
         k = dict(key)
-        args = [x for i, x in enumerate(widened(k)) if i not in statics]
-        got = [_to_numpy(o) for o in _leaves(compiled(*args))]
+        got = [_to_numpy(o) for o in _leaves(compiled(*_part_args(jax, np_dyn, parts, k, widen=True)))]
         for i in which:
             b = blocks[i]
             sl = _slices(out_shapes[b["output"]].shape, parts, k)

@@ -64,32 +64,8 @@ def _own_inputs(task, ref, seed, dtype):
         jax.config.update("jax_default_prng_impl", keep)
 
 
-def _numpy_inputs(dyn):
-    """The inputs as numpy arrays, the JAX arrays given up (the caller drops
-    its list): a JAX array read as numpy keeps both."""
-    return [_to_numpy(x) if hasattr(x, "shape") else x for x in dyn]
-
-
-def _xla_bytes(compiled):
-    """The bytes XLA's compiled reference holds (its arguments, outputs and
-    temporaries), or None when it does not say."""
-    try:
-        m = compiled.memory_analysis()
-        return int(m.temp_size_in_bytes) + int(m.argument_size_in_bytes) + int(m.output_size_in_bytes)
-    except Exception:  # a backend without the analysis
-        return None
-
-
 def _refuse(why):
     raise HarnessError("cannot_freeze", "at the task's own sizes: " + why)
-
-
-def _split_checked(jax, ref, base, cid, meta, task, parts):
-    """None when the split `parts` on every axis together gives the
-    reference's unsplit outputs on the test scale's case; else why not."""
-    with config_scope(ref, meta.get("config")):
-        small, statics = frozen_case_inputs(base, cid)
-        return chunked.verify(jax, entry_fn(task, ref, statics), small, parts, task["tolerance"])
 
 
 def _chunk_plan(a, task, ref, jax, fn, dyn, out_shapes, need, mem):
@@ -100,45 +76,48 @@ def _chunk_plan(a, task, ref, jax, fn, dyn, out_shapes, need, mem):
     over = "XLA's reference needs %.3g MB, over %.3g MB (4/5 of this process's memory limit)" % (
         need / 1e6, 0.8 * mem / 1e6)
     in_shapes = [x.shape for x in dyn if hasattr(x, "shape")]
-    in_bytes = sum(int(x.size) * x.dtype.itemsize for x in dyn if hasattr(x, "shape") and not
-                   isinstance(x, chunked.Spilled))
     # the outputs are written to files part by part (chunked.run): not resident while a part runs
-    budget = (min(0.8 * mem, OWN_PROCESS_BYTES) - in_bytes - chunked.OVERHEAD_BYTES) / chunked.XLA_UNDERCOUNT
+    budget = (min(0.8 * mem, OWN_PROCESS_BYTES) - chunked.resident_bytes(dyn) - chunked.OVERHEAD_BYTES) / \
+        chunked.XLA_UNDERCOUNT
     sizes = chunked.axis_sizes(in_shapes, [s.shape for s in out_shapes])
     if not a.base:
         _refuse(over + " (a split of it is not checked without the test scale's suite)")
     PHASE["now"] = "checking the reference split in parts on the test scale's case"
     cid = case_ids(a.base)[0]
     meta = read_case(a.base, cid)
-    usable, tried = set(sizes), []
     with config_scope(ref, meta.get("config")):
         small, statics = frozen_case_inputs(a.base, cid)
-        small_fn = entry_fn(task, ref, statics)
-        checked = set()
-        while True:
-            parts = chunked.choose(sizes, need, budget, usable) if budget > 0 else None
-            if not parts:
-                _refuse(over + ", and no split of its arrays into equal parts brings a part within %.3g MB%s"
-                        % (max(budget, 0) / 1e6, (" (" + "; ".join(tried) + ")") if tried else ""))
-            fresh = [p for p in sorted(parts) if p not in checked]
-            for p in fresh:  # each axis alone: one that mixes its parts is left out, and the plan made again
-                why = chunked.verify(jax, small_fn, small, {p: parts[p]}, task["tolerance"])
-                if why:
-                    usable.discard(p)
-                    tried.append(why)
-                    break
-                checked.add(p)
-            else:
-                break
-    if len(parts) > 1:
-        why = _split_checked(jax, ref, a.base, cid, meta, task, parts)
+    small_fn = entry_fn(task, ref, statics)
+
+    def split_why(p):  # why the reference split by `p` is not its unsplit self on the test scale's case
+        with config_scope(ref, meta.get("config")):
+            return chunked.verify(jax, small_fn, small, p, task["tolerance"])
+
+    def checked_jointly(p):
+        why = split_why(p) if len(p) > 1 else None
         if why:
             _refuse(over + "; it cannot be computed in parts: " + why)
+    usable, tried, checked = set(sizes), [], set()
+    while True:
+        parts = chunked.choose(sizes, need, budget, usable) if budget > 0 else None
+        if not parts:
+            _refuse(over + ", and no split of its arrays into equal parts brings a part within %.3g MB%s"
+                    % (max(budget, 0) / 1e6, (" (" + "; ".join(tried) + ")") if tried else ""))
+        for p in [p for p in sorted(parts) if p not in checked]:
+            why = split_why({p: parts[p]})  # each axis alone: one that mixes its parts is left out, the plan made again
+            if why:
+                usable.discard(p)
+                tried.append(why)
+                break
+            checked.add(p)
+        else:
+            break
+    checked_jointly(parts)
     # the estimate is XLA's whole need over the parts; the compiled part says what one needs, and when
     # that is more (a part's temporaries do not shrink with it alone), the split goes further
     for _ in range(4):
         part = chunked.compiled_chunk(jax, fn, dyn, parts)
-        got = _xla_bytes(part)
+        got = chunked.xla_bytes(part)
         if not got or got <= budget:
             return parts, part
         n = math.prod(parts.values())
@@ -146,10 +125,7 @@ def _chunk_plan(a, task, ref, jax, fn, dyn, out_shapes, need, mem):
         if not finer or math.prod(finer.values()) <= n:
             _refuse(over + "; in %d parts one still needs %.3g MB, over %.3g MB" % (n, got / 1e6, budget / 1e6))
         parts = finer
-        if len(parts) > 1:
-            why = _split_checked(jax, ref, a.base, cid, meta, task, parts)
-            if why:
-                _refuse(over + "; it cannot be computed in parts: " + why)
+        checked_jointly(parts)
     _refuse(over + "; no split found within %.3g MB a part" % (budget / 1e6))
 
 
@@ -181,28 +157,27 @@ def freeze_own(a):
     if flops and flops > OWN_FLOP_BUDGET:
         _refuse("%.3g FLOP a call, over the budget of %.3g" % (flops, OWN_FLOP_BUDGET))
     compiled = lowered.compile()
-    need = _xla_bytes(compiled)
+    need = chunked.xla_bytes(compiled)
     mem = int(os.environ.get("MK_PALLAS_MEM_MB") or 0) << 20
     parts = None
     if need and mem and need > 0.8 * mem:  # 1p's attention scores alone are 17 GB there
         del compiled
         digest = _digest(dyn)
-        spilled = os.path.join(a.tests, ".inputs-spilled")
-        dyn = chunked.spill(_numpy_inputs(dyn), spilled)  # read part by part from here
+        spilled = os.path.join(a.tests, ".spilled")  # the inputs and outputs read and written part by part
+        dyn = chunked.spill(chunked.as_numpy(dyn), spilled)  # read part by part from here
         parts, part = _chunk_plan(a, task, ref, jax, fn, dyn, shapes, need, mem)
     PHASE["now"] = "running the reference at the task's own sizes"
     import time
     t0 = time.monotonic()
     if parts:
         PHASE["now"] = "running the reference at the task's own sizes in %d chunks" % math.prod(parts.values())
-        outs = chunked.run(jax, fn, dyn, parts, shapes, part, os.path.join(a.tests, ".outputs-spilled"))
+        outs = chunked.run(jax, fn, dyn, parts, shapes, part, spilled)
     else:
         outs = [_to_numpy(o) for o in _leaves(compiled(*dyn))]
     call_s = time.monotonic() - t0
     if parts:
         import shutil
         shutil.rmtree(spilled, ignore_errors=True)
-        shutil.rmtree(os.path.join(a.tests, ".outputs-spilled"), ignore_errors=True)
     else:
         digest = _digest(dyn)
     kinds = ["array" if hasattr(x, "shape") else "scalar" for x in dyn]
@@ -268,7 +243,6 @@ def cmd_sample_plan(a):
     task's own sizes are frozen, which costs minutes. "not_sampled" with
     why, or "ok" with the plan in words (or none when the inputs must be
     made to be known: the sampled run then finds out)."""
-    from jax.experimental.pallas import tpu as pltpu
     from .scaling import _abstract_inputs
     task = load_task(a.task, _overrides(a))
     jax = _jax()
@@ -292,14 +266,21 @@ def cmd_sample_plan(a):
         return {"status": "compile_error", "phase": "import", "kind": "import",
                 "message": "kernel.py does not define %s()" % task["entry"]}
     try:
-        with sampling.trace(a.sample_seed) as st, pltpu.force_tpu_interpret_mode(tpu_interpret_params()):
-            traced = jit_static(jax, sampling.wrap_outputs(fn, st), specs).trace(*specs)
-            why = sampling.refusal(st, traced.jaxpr.jaxpr)
+        _, st, why = _sampled_trace(jax, fn, specs, a.sample_seed, tpu_interpret_params())
     except BaseException as e:  # its verdicts at the scales it runs at say what is wrong
         return _not_sampled("it does not compile there (%s)" % error_text(e, a.candidate).splitlines()[-1][:300])
     if why:
         return _not_sampled(why)
     return {"status": "ok", "plan": st.calls[0][0].describe()}
+
+
+def _sampled_trace(jax, fn, specs, seed, params):
+    """(traced, its sampling state, why it cannot be sampled or None): the
+    candidate traced at `specs` with its pallas_call planned (sampling.py)."""
+    from jax.experimental.pallas import tpu as pltpu
+    with sampling.trace(seed) as st, pltpu.force_tpu_interpret_mode(params):
+        traced = jit_static(jax, sampling.wrap_outputs(fn, st), specs).trace(*specs)
+        return traced, st, sampling.refusal(st, traced.jaxpr.jaxpr)
 
 
 def _sampled_call(jax, a, fn, dyn, cid):
@@ -310,15 +291,13 @@ def _sampled_call(jax, a, fn, dyn, cid):
     t0 = time.monotonic()
     params = tpu_interpret_params()
     try:
-        with sampling.trace(a.sample_seed) as st, pltpu.force_tpu_interpret_mode(params):
-            traced = jit_static(jax, sampling.wrap_outputs(fn, st), dyn).trace(*specs)
-            why = sampling.refusal(st, traced.jaxpr.jaxpr)
-            if why:
-                return _not_sampled(why)
-            if st.calls[0][0].unwritten:  # its outputs are the kernel's: entries no grid point writes
-                return {"status": "incorrect", "correct": False, "reason": "unwritten", "case": cid,
-                        "message": "at the task's own sizes, case %s: %s (an output left unwritten there: the "
-                                   "grid does not cover the task's own shapes)" % (cid, st.calls[0][0].unwritten[0])}
+        traced, st, why = _sampled_trace(jax, fn, specs, a.sample_seed, params)
+        if why:
+            return _not_sampled(why)
+        if st.calls[0][0].unwritten:  # its outputs are the kernel's: entries no grid point writes
+            return {"status": "incorrect", "correct": False, "reason": "unwritten", "case": cid,
+                    "message": "at the task's own sizes, case %s: %s (an output left unwritten there: the "
+                               "grid does not cover the task's own shapes)" % (cid, st.calls[0][0].unwritten[0])}
         plan = st.calls[0][0]  # no poison fill: in TPU interpret mode unwritten buffers are NaN already
         arrays = [s for s in specs if hasattr(s, "shape")]
         split = sampling.split_at_call(traced.jaxpr) if len(traced.jaxpr.jaxpr.invars) == len(arrays) else None
@@ -386,22 +365,22 @@ def cmd_sample_wide(a):
     dyn, statics = _own_inputs(task, ref, meta["seed"], _resolve_dtype(a.dtype))
     if _digest(dyn) != meta.get("digest"):
         return {"status": "ok", "wide": False, "why": "the inputs made again differ from the frozen ones"}
-    shapes = _leaves(jax.eval_shape(jit_static(jax, entry_fn(task, ref, statics), dyn), *dyn))
-    dyn = chunked.spill(_numpy_inputs(dyn), os.path.join(a.outputs, ".inputs-spilled"))
     fn = entry_fn(task, ref, statics)
+    shapes = _leaves(jax.eval_shape(jit_static(jax, fn, dyn), *dyn))
+    spilled = os.path.join(a.outputs, ".inputs-spilled")
+    dyn = chunked.spill(chunked.as_numpy(dyn), spilled)
     if not any(_narrow(x) for x in list(dyn) + list(shapes)):
         return {"status": "ok", "wide": False, "why": "the reference is not of a narrow type"}
     mem = int(os.environ.get("MK_PALLAS_MEM_MB") or 0) << 20
-    in_bytes = sum(int(x.size) * x.dtype.itemsize for x in dyn if hasattr(x, "shape") and not
-                   isinstance(x, chunked.Spilled))
-    budget = min(0.8 * mem if mem else OWN_PROCESS_BYTES, OWN_PROCESS_BYTES) - in_bytes - chunked.OVERHEAD_BYTES
+    budget = min(0.8 * mem if mem else OWN_PROCESS_BYTES, OWN_PROCESS_BYTES) - chunked.resident_bytes(dyn) - \
+        chunked.OVERHEAD_BYTES
     PHASE["now"] = "evaluating the reference in float32 on the sampled blocks"
     try:
         wide, why = chunked.blocks_wide(jax, fn, dyn, {int(p): m for p, m in chunks.items()}, shapes, blocks, budget)
     except Exception as e:  # the reference refuses float32: no bound from it
         wide, why = None, "the reference fails in float32 (%s)" % error_text(e, limit=200)
     import shutil
-    shutil.rmtree(os.path.join(a.outputs, ".inputs-spilled"), ignore_errors=True)
+    shutil.rmtree(spilled, ignore_errors=True)
     if wide is None:
         return {"status": "ok", "wide": False, "why": why}
     ometa = save_arrays(os.path.join(a.outputs, cid + ".wide.npz"), wide)
