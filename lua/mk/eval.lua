@@ -136,6 +136,9 @@ function M.new(task, opts)
   -- the memory limit of each of its processes (MiB): opts.mem_mb, else on a
   -- target that bounds resident memory a share of the machine's (above)
   self.mem_mb = opts.mem_mb or (self.target.mem_limit and M.default_mem_mb((opts.jobs or 2) * (opts.evaluators or 1)))
+  -- the CPU seconds (s) and largest resident memory (peak_rss_mb) of the
+  -- evaluator's own processes: the suite's freeze and the baselines
+  self.procs = { s = 0 }
   self.device = device_lock(self.target.device_key or task.target)
   self.cpu_shared = task.target == "c" -- on the CPU, compiles and tests disturb timings
   self.seed = opts.seed or 0
@@ -203,7 +206,7 @@ end
 function Evaluator:freeze()
   if self.frozen or self.pool then return self:_once("frozen", "freeze") end
   local fopts = { threads = self.opts.threads, bench_sizes = self.opts.bench_sizes, llc_bytes = self.opts.llc_bytes,
-    mem_mb = self.mem_mb }
+    mem_mb = self.mem_mb, cpu = self.procs }
   if self.use_suites then
     -- found or frozen in the shared cache; the target's freeze below then
     -- verifies it (manifest and seal) like any existing suite
@@ -252,6 +255,7 @@ function Evaluator:_measure_baseline(bopts, scale)
     hit.cached = true
     return hit
   end
+  bopts.cpu = self.procs
   local r = self:_exclusive(self.target.baseline, self.task, bopts)
   if r.status ~= "ok" then util.raise({ kind = "baseline", message = r.message }, "baseline: ") end
   r = self:_retake(r, function() return self:_exclusive(self.target.baseline, self.task, bopts) end)

@@ -153,7 +153,7 @@ end
 
 --- The XLA baseline: jax.jit of the reference, timed like a candidate.
 ---@param task table
----@param opts? {tests_dir?: string, warmup?: integer, iters?: integer, timeout?: number}
+---@param opts? {tests_dir?: string, warmup?: integer, iters?: integer, timeout?: number, mem_mb?: number, cpu?: table}
 ---@return table {status, latency_s, spread, min_s, max_s, reps, method, flops, bytes, text, message, wall_s}
 function M.baseline(task, opts)
   opts = opts or {}
@@ -163,7 +163,7 @@ function M.baseline(task, opts)
     if tests_dir then extra[#extra + 1] = "--tests"; extra[#extra + 1] = tests_dir end
     if case then extra[#extra + 1] = "--case"; extra[#extra + 1] = case end
     local r = device_harness("baseline", task_args(task, extra), { timeout = opts.timeout or task.timeout,
-      mem_mb = opts.mem_mb })
+      mem_mb = opts.mem_mb, cpu = opts.cpu })
     if r.status ~= "ok" then
       return { status = r.status == "error" and "error" or r.status, message = r.message, kind = r.kind,
         wall_s = r.wall_s }

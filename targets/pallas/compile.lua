@@ -48,7 +48,7 @@ function M.compile(task, files, workdir, opts)
   end
   local r, used = step(tests_dir), tests_dir
   if tests_dir and r.status == "rescale" then r, used = M.escalate(task, tests_dir, function(d)
-    return d == tests_dir and r or step(d) end, nil, build.mem_mb) end
+    return d == tests_dir and r or step(d) end, nil, { mem_mb = build.mem_mb, cpu = opts.cpu }) end
   if used ~= tests_dir then build.scaled_tests, build.base_tests = used, tests_dir end
   if tests_dir and r.status == "unchecked" then -- no scale this CPU can test: the task's own sizes, sampled
     r = M.sampled_instead(task, build, tests_dir, r, opts)

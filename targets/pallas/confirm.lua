@@ -42,11 +42,11 @@ end
 --- M.test does), `last()` is the last run's answer ({calls_s, compile_s}).
 --- Returns {verdict = a failing result} or {label = the largest scale
 --- passed, note = why no larger one was checked, text = both in words};
---- nil when the test scale is the task's own. `mem_mb`: the memory limit
---- of the freezes at larger scales. `sampled()` (sampled.lua's M.sampled
+--- nil when the test scale is the task's own. `lim`: the freezes at
+--- larger scales' memory limit and CPU accumulator ({mem_mb, cpu}). `sampled()` (sampled.lua's M.sampled
 --- for the build): the last step, at the task's own sizes by a sampled
 --- run, when no scale checked reached them (M.defaults.sampled).
-local function confirm_scales(task, tests_dir, step, last, mem_mb)
+local function confirm_scales(task, tests_dir, step, last, lim)
   local scales = M.larger_scales(task, tests_dir)
   if #scales == 0 then return nil end -- the task's own sizes
   local prev = { calls = tonumber(last().calls_s) or 0, flops = scale_flops(tests_dir), k = 0 }
@@ -62,7 +62,7 @@ local function confirm_scales(task, tests_dir, step, last, mem_mb)
         prev.calls * growth ^ (k - prev.k)))
     end
     -- a scale whose reference cannot be frozen (a trivial output there) is passed over
-    local d, err = scaled_suite(task, tests_dir, s, mem_mb)
+    local d, err = scaled_suite(task, tests_dir, s, lim)
     if not d then
       refused = string.format("%s not checked: %s", s.label, tostring(err))
       goto next
@@ -125,7 +125,7 @@ end
 
 --- confirm_scales, then the sampled run at the task's own sizes (above).
 --- The sampled run gets what is left of M.defaults.heldout_total_s.
-function M.confirm(task, tests_dir, step, last, mem_mb, sampled)
+function M.confirm(task, tests_dir, step, last, lim, sampled)
   local started = os.time()
-  return M.confirm_sampled(confirm_scales(task, tests_dir, step, last, mem_mb), sampled, started)
+  return M.confirm_sampled(confirm_scales(task, tests_dir, step, last, lim), sampled, started)
 end

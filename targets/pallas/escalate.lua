@@ -113,11 +113,18 @@ local function cached_key(base)
   return a and a == b and key or nil
 end
 
--- Freeze `task` at scale `s` into `dir`, the task's own suite kept.
-local function freeze_at(task, dir, s, mem_mb)
+-- Freeze `task` at scale `s` into `dir`, the task's own suite kept; its
+-- reference, when too large for one process, run in parts checked on the
+-- test scale's suite `base` (harness freeze --base). `lim`: {mem_mb: the
+-- process's memory limit, cpu: the evaluation's accumulator of CPU seconds
+-- and peak memory (target.lua)}.
+local function freeze_at(task, dir, s, base, lim)
   local keep = task.tests_dir
-  local r = M.freeze(task, dir, { scale_args = s.args, timeout = s.timeout or M.defaults.escalate_timeout,
-    mem_mb = mem_mb })
+  local args = {}
+  for i, x in ipairs(s.args) do args[i] = x end
+  args[#args + 1] = "--base"; args[#args + 1] = base
+  local r = M.freeze(task, dir, { scale_args = args, timeout = s.timeout or M.defaults.escalate_timeout,
+    mem_mb = lim.mem_mb, cpu = lim.cpu })
   task.tests_dir = keep
   return r
 end
@@ -128,14 +135,14 @@ end
 -- frozen (kind cannot_freeze: its output trivial there, the reference
 -- failing) is remembered beside it, so the next evaluation does not try
 -- again; the machine's limits (memory, time) are not.
-local function cached_suite(task, key, s, mem_mb)
+local function cached_suite(task, key, s, base, lim)
   local name = key .. ".scale-" .. s.slug
   local refused = suites.path(name) .. ".refused"
   local why = fs.read(refused)
   if why then return nil, why end
   local kind
   local dir, err = suites.ensure(name, function(tmp)
-    local r = freeze_at(task, tmp, s, mem_mb)
+    local r = freeze_at(task, tmp, s, base, lim)
     kind = r.kind
     return r
   end)
@@ -143,20 +150,22 @@ local function cached_suite(task, key, s, mem_mb)
     if kind == "cannot_freeze" then fs.write(refused, tostring(err), { atomic = true }) end
     return nil, err
   end
-  local r = freeze_at(task, dir, s, mem_mb) -- verified, as every evaluator verifies the suites it opens
+  local r = freeze_at(task, dir, s, base, lim) -- verified, as every evaluator verifies the suites it opens
   if r.status ~= "ok" then return nil, r.message end
   return dir
 end
 
--- The suite at scale `s` beside `base` (frozen once, then verified; in the
--- shared suite cache when `base` is there), or nil, why; `mem_mb`: the
--- freeze's memory limit.
-function E.scaled_suite(task, base, s, mem_mb)
+--- The suite at scale `s` beside `base` (frozen once, then verified; in the
+--- shared suite cache when `base` is there), or nil, why. `lim`:
+--- {mem_mb = the freeze's memory limit, cpu = the evaluation's accumulator
+--- of its processes' CPU seconds and peak memory}, both optional.
+function E.scaled_suite(task, base, s, lim)
+  lim = lim or {}
   local dir = base .. ".scale-" .. s.slug
   local key = cached_key(base)
   local function freeze()
-    if key then return cached_suite(task, key, s, mem_mb) end
-    local r = freeze_at(task, dir, s, mem_mb)
+    if key then return cached_suite(task, key, s, base, lim) end
+    local r = freeze_at(task, dir, s, base, lim)
     if r.status ~= "ok" then return nil, r.message end
     return dir
   end
@@ -178,9 +187,9 @@ end
 --- it answers "rescale", again on suites at larger scales. Returns the last
 --- result, with `checked_at` (the scale's label) and `scale_note` when it
 --- escalated, and the tests dir it ran on; "unchecked" when the next scale
---- could not be frozen or its step ran out of time. `mem_mb`: the memory
---- limit of the freezes at larger scales.
-function M.escalate(task, tests_dir, step, base, mem_mb)
+--- could not be frozen or its step ran out of time. `lim`: the freezes at
+--- larger scales' memory limit and CPU accumulator ({mem_mb, cpu}: E.scaled_suite).
+function M.escalate(task, tests_dir, step, base, lim)
   base = base or tests_dir
   local r = step(tests_dir)
   if r.status ~= "rescale" then return r, tests_dir end
@@ -189,7 +198,7 @@ function M.escalate(task, tests_dir, step, base, mem_mb)
   while i < #scales do
     i = i + 1
     local s = scales[i]
-    local d, err = scaled_suite(task, base, s, mem_mb)
+    local d, err = scaled_suite(task, base, s, lim)
     if not d then
       refused = (refused and refused .. "; " or "") .. string.format("at %s the reference could not be frozen " ..
         "within this machine's limits (%s)", s.label, tostring(err))

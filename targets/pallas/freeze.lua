@@ -95,14 +95,15 @@ end
 --- existing manifest is verified instead).
 ---@param task table
 ---@param tests_dir string
----@param opts? {timeout?: number, mem_mb?: number}
+---@param opts? {timeout?: number, mem_mb?: number, cpu?: table}
 ---@return table result {status, cases, manifest, manifest_sha, fresh, message}
 function M.freeze(task, tests_dir, opts)
   opts = opts or {}
   if type(tests_dir) ~= "string" then error("pallas.freeze: tests_dir must be a string", 2) end
   local manifest = tests_dir .. "/manifest.sha256"
   if fs.exists(manifest) then
-    local r = harness("verify", { "--tests", tests_dir }, { timeout = M.defaults.check_timeout, mem_mb = opts.mem_mb })
+    local r = harness("verify", { "--tests", tests_dir }, { timeout = M.defaults.check_timeout, mem_mb = opts.mem_mb,
+      cpu = opts.cpu })
     if r.status == "ok" then task.tests_dir = tests_dir end
     return {
       status = r.status == "ok" and "ok" or "error", cases = cases_of(r.cases), manifest = manifest,
@@ -118,8 +119,9 @@ function M.freeze(task, tests_dir, opts)
   elseif scale ~= nil then
     fargs[#fargs + 1] = "--test-scale"; fargs[#fargs + 1] = scale == false and "off" or tostring(scale)
   end
+  -- opts.cpu: an evaluation's freeze at a larger scale counts in its CPU seconds and peak memory
   local r = device_harness("freeze", task_args(task, fargs), { timeout = opts.timeout or M.defaults.freeze_timeout,
-    mem_mb = opts.mem_mb })
+    mem_mb = opts.mem_mb, cpu = opts.cpu })
   if r.status ~= "ok" then
     return { status = "error", kind = r.kind, message = "freezing the tests failed: " .. r.message, fresh = true,
       wall_s = r.wall_s }

@@ -111,9 +111,9 @@ function M.sampled(task, build, base, opts, limit_s)
     build.sampled_result = not_sampled((tostring(plan.message):gsub("^not checked at the task's own sizes: ", "")))
     return build.sampled_result
   end
-  local s = { args = { "--own-sampled", "--base", base }, slug = OWN.slug, label = OWN.label,
+  local s = { args = { "--own-sampled" }, slug = OWN.slug, label = OWN.label, -- split checked on `base`
     timeout = math.min(M.defaults.sampled_freeze_s, left() - M.defaults.sampled_min_s) }
-  local dir, err = scaled_suite(task, base, s, mem)
+  local dir, err = scaled_suite(task, base, s, { mem_mb = mem, cpu = opts.cpu })
   local res
   if not dir then
     res = not_sampled("its reference could not be frozen there (" .. tostring(err) .. ")")

@@ -102,9 +102,9 @@ end
 -- (confirm.lua): at larger scales than the test scale's, then the task's
 -- own sizes sampled; for a build escalated to a larger scale already, the
 -- sampled run alone. nil when there is nothing larger to check.
-local function confirmation(task, build, tests_dir, used, step, last, mem, opts)
+local function confirmation(task, build, tests_dir, used, step, last, lim, opts)
   local function sampled(limit_s) return M.sampled(task, build, build.base_tests or tests_dir, opts, limit_s) end
-  if used == tests_dir then return M.confirm(task, tests_dir, step, last, mem, sampled) end
+  if used == tests_dir then return M.confirm(task, tests_dir, step, last, lim, sampled) end
   return M.confirm_sampled({ at = build.checked_at, text = "" }, sampled)
 end
 
@@ -165,8 +165,8 @@ function M.test(task, build, tests_dir, opts)
     return c
   end
   -- a build compiled at a larger scale (M.escalate) is tested there too
-  local mem = opts.mem_mb or build.mem_mb
-  local c, used = M.escalate(task, build.scaled_tests or tests_dir, step, build.base_tests or tests_dir, mem)
+  local lim = { mem_mb = opts.mem_mb or build.mem_mb, cpu = opts.cpu } -- of the freezes at larger scales
+  local c, used = M.escalate(task, build.scaled_tests or tests_dir, step, build.base_tests or tests_dir, lim)
   if c.status == "unchecked" then -- no scale this CPU can test: the task's own sizes, sampled
     local s = M.sampled_instead(task, build, build.base_tests or tests_dir, c, opts)
     if s ~= c then
@@ -184,7 +184,7 @@ function M.test(task, build, tests_dir, opts)
   end
   local confirmed = group == "heldout" and c.status == "ok" and opts.confirm ~= false
     and build.timing_kind == "interpret"
-    and confirmation(task, build, tests_dir, used, step, function() return last_run end, mem, opts) or nil
+    and confirmation(task, build, tests_dir, used, step, function() return last_run end, lim, opts) or nil
   local v = confirmed and confirmed.verdict
   if v then
     return { status = v.status, correct = false, reason = v.reason, cases = {}, message = v.message,

@@ -51,7 +51,12 @@ t.test("kernels tiled for the task's sizes are checked at a larger scale, never 
   task.seeds, task.heldout_seeds = { 0, 1 }, { 1001 }
   local ev = require("mk.eval").new(task, { jobs = 1, bench = { min_reps = 2, max_reps = 3, warmup = 1 } })
   local timed = {} -- the scale each baseline step reported it timed the reference at -> how many times
+  local froze = { n = 0, cpu_s = 0, peak = 0 } -- the freezes at a larger scale within one evaluation
   pallas.on_result = function(sub, v)
+    if sub == "freeze" and v.status == "ok" then
+      froze.n, froze.cpu_s = froze.n + 1, froze.cpu_s + (tonumber(v.cpu_s) or 0)
+      froze.peak = math.max(froze.peak, tonumber(v.peak_rss_mb) or 0)
+    end
     if sub == "baseline" and v.status == "ok" then
       local ts = type(v.timed_scale) == "table" and v.timed_scale or {}
       local l = pallas.scale_label(ts.factor, ts.tier) or "unknown"
@@ -59,8 +64,15 @@ t.test("kernels tiled for the task's sizes are checked at a larger scale, never 
     end
   end
   -- an empty grid at the test scale of 256: escalated to 512, where it is correct (held-out too)
+  ev:freeze()
+  local procs = ev.procs.peak_rss_mb
+  t.ok(procs and procs > 0, "the suite's freeze counts in the evaluator's own processes")
   local r = ev:evaluate(read(CANDS .. "/pallas_big_blocks.py"), { tune = false })
   t.eq(r.status, "ok", r.message)
+  -- the freeze at the larger scale counts in the evaluation's CPU seconds and peak memory
+  t.ok(froze.n >= 1, "a larger scale frozen")
+  t.ok(r.cpu_s >= froze.cpu_s and froze.cpu_s > 0, string.format("%s < %s", r.cpu_s, froze.cpu_s))
+  t.ok(r.peak_rss_mb >= froze.peak, string.format("%s < %s", r.peak_rss_mb, froze.peak))
   t.ok(r.checked_at, r.message) -- the scale its blocks tile (scale factor 1 or 2, whichever the freeze chose)
   t.contains(r.message, "checked at " .. tostring(r.checked_at) .. " (at the test scale: empty grid (0, 0")
   -- timed at that scale, and the reference with it: the ratio compares equal sizes

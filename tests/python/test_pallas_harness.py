@@ -358,6 +358,14 @@ class TestTraceEvents(unittest.TestCase):
         self.assertTrue(timing._module_matches("jit_mk_candidate", "jit_mk_candidate"))
         self.assertFalse(timing._module_matches("jit_mk_candidate_fused(1)", "jit_mk_candidate"))
 
+    def test_timed_calls_bounded_by_max_time_one_at_least(self):
+        plan = timing.plan_iters
+        self.assertEqual(plan(3, 0, 3, 2.0), 3)
+        self.assertEqual(plan(3, 0, 3, 2.0, max_time=30), 3, "2 s calls: all three within 30 s")
+        self.assertEqual(plan(3, 0, 3, 12.0, max_time=30), 2)
+        self.assertEqual(plan(3, 0, 3, 50.0, max_time=30), 1, "7p's interpreted call: timed once")
+        self.assertEqual(plan(3, 10.0, 100, 0.25, max_time=5), 20, "min_time asks 40, max_time allows 20")
+
     def test_summary_median_and_spread(self):
         s = H.summarize([4.0, 1.0, 3.0, 2.0])
         self.assertEqual(s["median_s"], 2.5)
@@ -1597,6 +1605,81 @@ class TestChunkedReference(unittest.TestCase):
         # an axis the test scale cannot split as the own sizes are split
         self.assertIn("cannot be split", self.C.verify(jax, gqa, [q[:, :1], k[:, :1]], {1: 2}, tol))
 
+
+    @skip_unless(HAVE_JAX, "jax not installed")
+    def test_in_parts_is_one_program_that_gives_the_whole_with_less_memory(self):
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+        def attn(q, k, scale, flag):  # a Python scale and flag stay static; two outputs, one a tuple's
+            s = jnp.einsum("bhqd,bhkd->bhqk", q, k) * scale
+            p = jax.nn.softmax(s, axis=-1)
+            return jnp.einsum("bhqk,bhkd->bhqd", p, k), (p.max(axis=-1) if flag else p.min(axis=-1),)
+        rng = np.random.default_rng(3)
+        q = jnp.asarray(rng.standard_normal((4, 6, 512, 8)), jnp.float32)  # scores of 25 MB
+        k = jnp.asarray(rng.standard_normal((4, 6, 512, 8)), jnp.float32)
+        args = [q, k, 0.5, True]
+        whole = jax.jit(attn, static_argnums=(2, 3))(*args)
+        for parts in ({0: 2}, {1: 3}, {0: 4, 1: 2}):
+            g = self.C.in_parts(jax, attn, parts)
+            self.assertEqual(g.__name__, "attn", "the timed module keeps the reference's name")
+            fn = jax.jit(g, static_argnums=(2, 3))
+            got = fn(*args)
+            self.assertEqual(jax.tree_util.tree_structure(got), jax.tree_util.tree_structure(whole))
+            for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(whole)):
+                np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6, err_msg=str(parts))
+            # part k in the place run() puts it (the plan's own order)
+            outs = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in jax.tree_util.tree_leaves(whole)]
+            by_run = self.C.run(jax, lambda q, k: attn(q, k, 0.5, True), [q, k], parts, outs)
+            for a, b in zip(jax.tree_util.tree_leaves(got), by_run):
+                np.testing.assert_allclose(np.asarray(a), b, rtol=1e-6, atol=1e-6)
+        count = self.C.xla_bytes
+        one = count(jax.jit(attn, static_argnums=(2, 3)).lower(*args).compile())
+        eight = count(jax.jit(self.C.in_parts(jax, attn, {0: 4, 1: 2}), static_argnums=(2, 3)).lower(*args).compile())
+        self.assertLess(eight, one / 2, "one part's temporaries at a time")
+
+    @skip_unless(HAVE_JAX, "jax not installed")
+    def test_a_larger_scale_too_large_for_a_process_is_frozen_in_parts_checked_on_the_test_scale(self):
+        import numpy as np
+        tmp = tempfile.mkdtemp(prefix="mk-scale-memory-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        task = os.path.join(TASKS, "scale_memory")
+        base = os.path.join(tmp, "base")
+        frozen_suite(task, base, "0", "")
+        small = {"MK_PALLAS_MEM_MB": "900"}  # 0.75 GB for the reference; whole it is estimated at 0.81 GB
+
+        def freeze(name, *extra, env=None):
+            r, _, err = run_harness("freeze", "--task", task, "--tests", os.path.join(tmp, name), "--seeds", "0",
+                                    "--heldout", "5", "--scale-factor", "2", *extra, env=env)
+            return r, err
+        parts, err = freeze("parts", "--base", base, env=small)
+        self.assertEqual(parts["status"], "ok", (parts, err[-2000:]))
+        chunks = parts["test_scale"]["chunks"]
+        self.assertTrue(chunks and set(chunks) <= {"0", "1"}, chunks)  # batch and heads: never the sequence
+        self.assertLess(parts["peak_rss_mb"], 900)
+        refused, _ = freeze("refused", env=small)  # no test-scale suite to check a split on
+        self.assertEqual(refused["status"], "error")
+        self.assertEqual(refused["error"]["kind"], "cannot_freeze")
+        self.assertIn("over the", refused["error"]["message"])
+        self.assertIn("not run in parts without the test scale's suite", refused["error"]["message"])
+        whole, err = freeze("whole", "--base", base)  # no limit: 4 GB, the reference whole
+        self.assertEqual(whole["status"], "ok", (whole, err[-2000:]))
+        self.assertNotIn("chunks", whole["test_scale"])
+        for cid in ("s0", "h5"):
+            a = np.load(os.path.join(tmp, "parts", "expected", cid + ".npz"))
+            b = np.load(os.path.join(tmp, "whole", "expected", cid + ".npz"))
+            for name in a.files:
+                np.testing.assert_allclose(a[name], b[name], rtol=1e-5, atol=1e-5)
+        # the baseline is timed as the suite was frozen: in parts, and says so
+        r, _, err = run_harness("baseline", "--task", task, "--tests", os.path.join(tmp, "parts"), "--iters", "1",
+                                "--warmup", "1", env=small)
+        self.assertEqual(r["status"], "ok", (r, err[-2000:]))
+        self.assertEqual({str(k): v for k, v in r["parts"].items()}, chunks)
+        self.assertIn("equal parts", r["text"])
+        r, _, _ = run_harness("baseline", "--task", task, "--tests", os.path.join(tmp, "whole"), "--iters", "1",
+                              "--warmup", "1")
+        self.assertIsNone(r["parts"])
 
     @skip_unless(HAVE_JAX, "jax not installed")
     def test_the_float32_evaluation_on_the_sampled_blocks_alone_and_spilled_inputs(self):

@@ -36,8 +36,9 @@ task's content and this machine, and reused (verified) by the next eval.
                  contended (why), retakes, contention {other_cores,
                  steal, load1, disturbed}: the benchmark was timed while
                  something else held the CPU, even after retakes (c)
-                 peak_rss_mb: the largest resident memory of one of its
-                 harness processes (MiB, pallas), mem_mb: their limit;
+                 peak_rss_mb: the largest resident memory of one of the
+                 harness processes it ran, the suite's freeze and the
+                 baseline included (MiB, pallas), mem_mb: their limit;
                  configurations (also in heldout): a task of several
                  input configurations (MaxKernel's list form): for each,
                  configuration, ok, cases, failed, message;
@@ -141,8 +142,10 @@ local function json_result(r, task, candidate, ev)
     reason = r.reason, configurations = r.configurations, -- a multi-configuration task: what passed in each
     timed_configurations = r.timed_configurations, -- and each one's time (the figure: their sum)
     error_ratio = num(r.error_ratio), warning = r.warning, -- its error against the reference's own (pallas)
-    -- the largest resident memory of one of its harness processes, held-out check included (pallas), and the limit
-    peak_rss_mb = num(math.max(num(r.peak_rss_mb) or 0, num(r.heldout and r.heldout.peak_rss_mb) or 0)),
+    -- the largest resident memory of one of its harness processes, held-out check, the suite's freeze and the
+    -- baseline included (pallas), and the limit
+    peak_rss_mb = num(math.max(num(r.peak_rss_mb) or 0, num(r.heldout and r.heldout.peak_rss_mb) or 0,
+      num(ev.procs and ev.procs.peak_rss_mb) or 0)),
     mem_mb = num(ev.mem_mb),
   }
   if out.peak_rss_mb == 0 then out.peak_rss_mb = nil end

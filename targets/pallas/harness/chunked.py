@@ -20,14 +20,32 @@ import math
 import os
 
 from .compare import compare_outputs
-from .freeze import reference_in_float32
 from .jaxcall import _leaves, _to_numpy, jit_static
 
 OVERHEAD_BYTES = 512 << 20  # the JAX runtime and a chunk's copies beside XLA's own accounting
-# A part's run grows the process by more than XLA's memory analysis counts
-# for it (2p GQA, one part of 16 query heads: 2.2 GB counted, 3.3 GB
-# measured in bfloat16 and in float32): the count is taken this much larger.
-XLA_UNDERCOUNT = 1.5
+# A run grows the process by more than XLA's memory analysis counts for it:
+# 2p GQA, one part of 16 query heads: 2.2 GB counted, 3.3 GB measured (in
+# bfloat16 and in float32); 1p's flash attention at the widths tier's
+# 4 x 8 x 4096 x 8, whole: 2.16 GB counted, 4.46 GB measured (the process's
+# own 0.3 GB included). The count is taken this much larger.
+XLA_UNDERCOUNT = 2.0
+# What a harness process running a reference may hold (the issue's 4 GB on
+# a 24 GB machine shared by two evaluations and the engine), or 4/5 of its
+# memory limit when that is less: a reference that would need more is run
+# in equal parts (plan, in_parts, run) or refused, saying why.
+PROCESS_BYTES = 4e9
+
+
+def bound(mem):
+    """The bytes a reference's run may hold in a process whose memory limit
+    is `mem` bytes (0: none): PROCESS_BYTES, or 4/5 of the limit when less."""
+    return min(0.8 * mem, PROCESS_BYTES) if mem else PROCESS_BYTES
+
+
+def estimate(need, resident=0):
+    """The bytes a process holds running a program XLA counts at `need`
+    bytes, with `resident` bytes of its own beside it."""
+    return need * XLA_UNDERCOUNT + resident + OVERHEAD_BYTES
 
 
 SPILL_BYTES = 64 << 20  # an input this large is read from a file, part by part, while the parts run
@@ -221,6 +239,7 @@ def verify(jax, fn, dyn, parts, tol):
         split = run(jax, fn, dyn, small, shape_of)
     except Exception as e:  # the reference's own code on other shapes
         return "the reference fails on a part of its inputs (%s)" % (str(e).splitlines() or [""])[0][:200]
+    from .freeze import reference_in_float32
     try:  # a low-precision reference's own rounding, by which two of its evaluations may differ
         hi = reference_in_float32(jax, fn, dyn, whole)
     except Exception:  # not available: the split must then agree within the tolerance's tenth alone
@@ -230,6 +249,115 @@ def verify(jax, fn, dyn, parts, tol):
         return ("split along axis %s the reference's outputs differ from its unsplit ones at the test scale (%s)"
                 % (", ".join(str(p) for p in sorted(small)), c["message"][:200]))
     return None
+
+
+def in_parts(jax, fn, parts):
+    """`fn` computed part by part in one XLA program: each array argument
+    (the Python values are static) cut into the equal parts of plan
+    `parts` ({axis: parts}), the parts stacked and mapped over by
+    lax.map (a loop: one part's temporaries at a time), and each output
+    put back together, part k of it in the place of part k of the inputs
+    (as run() puts them). 1p's reference at the widths tier in 8 parts:
+    XLA counts 0.57 GB instead of 2.16 GB, outputs bit-identical."""
+    jnp = jax.numpy
+    axes = sorted(parts)
+
+    def cut(x):  # (n0, n1, ...) -> (parts, part shape...)
+        shape, lead = [], []
+        for p, n in enumerate(x.shape):
+            if p in parts:
+                lead.append(len(shape))
+                shape += [parts[p], int(n) // parts[p]]
+            else:
+                shape.append(int(n))
+        rest = [i for i in range(len(shape)) if i not in lead]
+        y = jnp.transpose(x.reshape(shape), lead + rest)
+        return y.reshape((-1,) + tuple(shape[i] for i in rest))
+
+    def join(y):  # (parts, part shape...) -> the whole
+        part = y.shape[1:]
+        y = y.reshape(tuple(parts[p] for p in axes) + tuple(part))
+        order = []
+        for p in range(len(part)):
+            if p in parts:
+                order.append(axes.index(p))
+            order.append(len(axes) + p)
+        return jnp.transpose(y, order).reshape(tuple(n * parts.get(p, 1) for p, n in enumerate(part)))
+
+    def whole(*dyn):
+        at = [i for i, x in enumerate(dyn) if hasattr(x, "shape")]
+
+        def one(xs):
+            args = list(dyn)
+            for i, x in zip(at, xs):
+                args[i] = x
+            return fn(*args)
+        out = jax.lax.map(one, tuple(cut(dyn[i]) for i in at))
+        return jax.tree_util.tree_map(join, out)
+    whole.__name__ = getattr(fn, "__name__", "mk_reference")  # the timed module keeps its name
+    return whole
+
+
+def base_check(jax, task, ref, base):
+    """split_why(parts): why the reference split by `parts` is not its
+    unsplit self (verify) on the first case of the test scale's suite
+    `base`, or None when it is."""
+    from .inputs import config_scope, entry_fn, frozen_case_inputs
+    from .suite import case_ids, read_case
+    cid = case_ids(base)[0]
+    meta = read_case(base, cid)
+    with config_scope(ref, meta.get("config")):
+        small, statics = frozen_case_inputs(base, cid)
+    small_fn = entry_fn(task, ref, statics)
+
+    def split_why(p):
+        with config_scope(ref, meta.get("config")):
+            return verify(jax, small_fn, small, p, task["tolerance"])
+    return split_why
+
+
+def plan(sizes, need, budget, split_why, part_bytes, refuse):
+    """The plan ({axis: parts}) of a reference XLA counts at `need` bytes
+    whole, each part within `budget` bytes of XLA's count, and what
+    `part_bytes(parts)` returned for it: the fewest parts along the axes
+    `sizes` ({axis: size}) for which `split_why` (base_check) finds no
+    difference, each axis checked alone (one that mixes its parts is left
+    out and the plan made again) and the plan jointly; `part_bytes(plan)`
+    = (XLA's count of a part's run, what to keep of it) says whether the
+    estimate holds, and when it does not (a part's temporaries do not
+    shrink with it alone) the split goes further. `refuse(why)` raises."""
+    usable, tried, checked = set(sizes), [], set()
+
+    def checked_jointly(p):
+        why = split_why(p) if len(p) > 1 else None
+        if why:
+            refuse("it cannot be computed in parts: " + why)
+    while True:
+        parts = choose(sizes, need, budget, usable) if budget > 0 else None
+        if not parts:
+            refuse("no split of its arrays into equal parts brings a part within %.3g MB%s"
+                   % (max(budget, 0) / 1e6, (" (" + "; ".join(tried) + ")") if tried else ""))
+        for p in [p for p in sorted(parts) if p not in checked]:
+            why = split_why({p: parts[p]})
+            if why:
+                usable.discard(p)
+                tried.append(why)
+                break
+            checked.add(p)
+        else:
+            break
+    checked_jointly(parts)
+    for _ in range(4):
+        got, kept = part_bytes(parts)
+        if not got or got <= budget:
+            return parts, kept
+        n = math.prod(parts.values())
+        finer = choose(sizes, got * n, budget, checked)
+        if not finer or math.prod(finer.values()) <= n:
+            refuse("in %d parts one still needs %.3g MB, over %.3g MB" % (n, got / 1e6, budget / 1e6))
+        parts = finer
+        checked_jointly(parts)
+    refuse("no split found within %.3g MB a part" % (budget / 1e6))
 
 
 def part_of(block, shape, parts):

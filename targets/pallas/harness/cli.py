@@ -53,6 +53,9 @@ def build_parser():
             s.add_argument("--no-trace", action="store_true", help="wall time only")
             s.add_argument("--min-time", type=float, default=0.0, help="seconds of timed calls to aim for")
             s.add_argument("--max-iters", type=int, default=1000)
+            s.add_argument("--max-time", type=float, default=0.0,
+                           help="seconds of timed calls not to pass, by the warm-up's estimate (one call at least; "
+                                "0: no bound)")
         return s
 
     add("load", cmd_load)
@@ -68,8 +71,8 @@ def build_parser():
     s.add_argument("--scale-tier", choices=("widths",), help="with --scale-factor: scale only the width sizes")
     s.add_argument("--own-sampled", action="store_true",
                    help="one case at the task's own sizes for sampled runs: expected outputs, inputs by seed")
-    s.add_argument("--base", help="with --own-sampled: the test scale's suite, on which a reference computed "
-                                  "in parts is checked against its unsplit self")
+    s.add_argument("--base", help="with --own-sampled or --scale-factor: the test scale's suite, on which a "
+                                  "reference computed in parts is checked against its unsplit self")
     s = add("verify", cmd_verify, task=False)
     s.add_argument("--tests", required=True, help="frozen tests directory")
     add("compile", cmd_compile, candidate=True, tests=False)

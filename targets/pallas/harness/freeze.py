@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from . import scaling
+from . import chunked, scaling
 from .errors import HarnessError, error_text
 from .tasks import _overrides, load_task
 from .suite import MANIFEST, read_cases, sha256_file, verify_manifest, write_manifest
@@ -64,8 +64,10 @@ def choose_scale(jax, task, ref, dtype, a):
         sys.stderr.write(m + "\n")
     if a.scale_factor:
         syms = scaling.symbols(task["reference"], task["inputs_fn"], task["config"], task["entry"])
+        # a reference too large for this process is run in parts, checked on the test scale's suite (--base)
+        split_why = chunked.base_check(jax, task, ref, a.base) if a.base else None
         chosen = scaling.try_factor(jax, task, ref, dtype, syms, a.scale_factor, mem // 3, scaling.FACTOR_FLOP_BUDGET,
-                                    tier=a.scale_tier)
+                                    tier=a.scale_tier, split_why=split_why)
         if chosen.reason and (chosen.reason != "nothing to scale" or a.scale_tier):  # no widths: not a scale
             raise HarnessError("cannot_freeze", "%s at scale factor %d: %s" % (task["name"], a.scale_factor,
                                                                              chosen.reason))
@@ -77,6 +79,8 @@ def choose_scale(jax, task, ref, dtype, a):
               "tier": chosen.plan.get("tier"),
               "config": chosen.plan["config"], "inputs": chosen.plan["inputs"], "pinned": chosen.plan["pinned"],
               "flops": chosen.flops, "call_s": chosen.call_s, "tried": [t.record() for t in tried]}
+    if chosen.parts:  # the reference run in equal parts (chunked.in_parts), as the baseline times it
+        record["chunks"] = {str(p): m for p, m in sorted(chosen.parts.items())}
     return chosen, record
 
 
@@ -247,10 +251,11 @@ def freeze_case(jax, task, ref, dtype, tests, case, scale, skip_wide=None):
         except TypeError:
             raise HarnessError("bad_task", "static args must be JSON values to be frozen: %r" % (statics,))
         fn = entry_fn(task, ref, statics)
-        outs = [_to_numpy(o) for o in _leaves(jit_static(jax, fn, dyn)(*dyn))]
+        run = chunked.in_parts(jax, fn, scale.parts) if scale.parts else fn  # in parts: as the scale was chosen
+        outs = [_to_numpy(o) for o in _leaves(jit_static(jax, run, dyn)(*dyn))]
         varied = []
         if held:  # the inputs the task makes constant, varied where the output depends on them
-            dyn, outs, varied = vary_constants(jax, jit_static(jax, fn, dyn), dyn, outs, task["tolerance"], seed)
+            dyn, outs, varied = vary_constants(jax, jit_static(jax, run, dyn), dyn, outs, task["tolerance"], seed)
         ref_work = traced_work(jax, fn, dyn)
         hi = None
         if skip_wide and any(_narrow(x) for x in list(dyn) + outs):
@@ -258,7 +263,7 @@ def freeze_case(jax, task, ref, dtype, tests, case, scale, skip_wide=None):
         elif not skip_wide:
             t0 = _clock()
             try:
-                hi = reference_in_float32(jax, fn, dyn, outs)
+                hi = reference_in_float32(jax, run, dyn, outs)
                 wide_s = _clock() - t0
             except WideRefused as e:
                 no_wide = "its float32 evaluation is not kept (%s)" % e

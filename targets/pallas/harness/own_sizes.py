@@ -17,7 +17,7 @@ from .suite import MANIFEST, case_ids, read_case, read_cases, sha256_file, verif
 from .arrays import load_arrays, save_arrays, write_json
 from .compare import compare_outputs
 from .jaxcall import _jax, _leaves, _to_numpy, device_info, jit_static
-from .inputs import _resolve_dtype, config_scope, entry_fn, frozen_case_inputs, make_inputs, reference_module
+from .inputs import _resolve_dtype, entry_fn, make_inputs, reference_module
 from .interpret import interpret_mode, tpu_interpret_params
 from .races import call_checked
 from .steps import candidate_module
@@ -27,7 +27,6 @@ from . import chunked, sampling
 
 OWN_FLOP_BUDGET = 1e13  # FLOP of one reference call at the task's own sizes (its time is the freeze's limit)
 OWN_OUTPUT_BYTES = 1 << 30  # expected outputs kept at the task's own sizes
-OWN_PROCESS_BYTES = 4e9  # what a freeze at the task's own sizes may hold when its reference runs in chunks
 
 
 def _digest(dyn):
@@ -73,60 +72,21 @@ def _chunk_plan(a, task, ref, jax, fn, dyn, out_shapes, need, mem):
     computed in chunks (chunked.py), checked on the test scale's first case
     (`--base`), and the reference compiled for one part; refuses when there
     is none within the memory bound."""
-    over = "XLA's reference needs %.3g MB, over %.3g MB (4/5 of this process's memory limit)" % (
-        need / 1e6, 0.8 * mem / 1e6)
+    over = "XLA's reference needs %.3g MB (%.3g MB in this process, by chunked.estimate), over %.3g MB" % (
+        need / 1e6, chunked.estimate(need) / 1e6, chunked.bound(mem) / 1e6)
     in_shapes = [x.shape for x in dyn if hasattr(x, "shape")]
     # the outputs are written to files part by part (chunked.run): not resident while a part runs
-    budget = (min(0.8 * mem, OWN_PROCESS_BYTES) - chunked.resident_bytes(dyn) - chunked.OVERHEAD_BYTES) / \
-        chunked.XLA_UNDERCOUNT
+    budget = (chunked.bound(mem) - chunked.resident_bytes(dyn) - chunked.OVERHEAD_BYTES) / chunked.XLA_UNDERCOUNT
     sizes = chunked.axis_sizes(in_shapes, [s.shape for s in out_shapes])
     if not a.base:
         _refuse(over + " (a split of it is not checked without the test scale's suite)")
     PHASE["now"] = "checking the reference split in parts on the test scale's case"
-    cid = case_ids(a.base)[0]
-    meta = read_case(a.base, cid)
-    with config_scope(ref, meta.get("config")):
-        small, statics = frozen_case_inputs(a.base, cid)
-    small_fn = entry_fn(task, ref, statics)
 
-    def split_why(p):  # why the reference split by `p` is not its unsplit self on the test scale's case
-        with config_scope(ref, meta.get("config")):
-            return chunked.verify(jax, small_fn, small, p, task["tolerance"])
-
-    def checked_jointly(p):
-        why = split_why(p) if len(p) > 1 else None
-        if why:
-            _refuse(over + "; it cannot be computed in parts: " + why)
-    usable, tried, checked = set(sizes), [], set()
-    while True:
-        parts = chunked.choose(sizes, need, budget, usable) if budget > 0 else None
-        if not parts:
-            _refuse(over + ", and no split of its arrays into equal parts brings a part within %.3g MB%s"
-                    % (max(budget, 0) / 1e6, (" (" + "; ".join(tried) + ")") if tried else ""))
-        for p in [p for p in sorted(parts) if p not in checked]:
-            why = split_why({p: parts[p]})  # each axis alone: one that mixes its parts is left out, the plan made again
-            if why:
-                usable.discard(p)
-                tried.append(why)
-                break
-            checked.add(p)
-        else:
-            break
-    checked_jointly(parts)
-    # the estimate is XLA's whole need over the parts; the compiled part says what one needs, and when
-    # that is more (a part's temporaries do not shrink with it alone), the split goes further
-    for _ in range(4):
+    def part_bytes(parts):  # the compiled part, and what XLA counts for it
         part = chunked.compiled_chunk(jax, fn, dyn, parts)
-        got = chunked.xla_bytes(part)
-        if not got or got <= budget:
-            return parts, part
-        n = math.prod(parts.values())
-        finer = chunked.choose(sizes, got * n, budget, checked)
-        if not finer or math.prod(finer.values()) <= n:
-            _refuse(over + "; in %d parts one still needs %.3g MB, over %.3g MB" % (n, got / 1e6, budget / 1e6))
-        parts = finer
-        checked_jointly(parts)
-    _refuse(over + "; no split found within %.3g MB a part" % (budget / 1e6))
+        return chunked.xla_bytes(part), part
+    return chunked.plan(sizes, need, budget, chunked.base_check(jax, task, ref, a.base), part_bytes,
+                        lambda why: _refuse(over + "; " + why))
 
 
 def freeze_own(a):
@@ -160,7 +120,7 @@ def freeze_own(a):
     need = chunked.xla_bytes(compiled)
     mem = int(os.environ.get("MK_PALLAS_MEM_MB") or 0) << 20
     parts = None
-    if need and mem and need > 0.8 * mem:  # 1p's attention scores alone are 17 GB there
+    if need and chunked.estimate(need) > chunked.bound(mem):  # 1p's attention scores alone are 17 GB there
         del compiled
         digest = _digest(dyn)
         spilled = os.path.join(a.tests, ".spilled")  # the inputs and outputs read and written part by part
@@ -372,8 +332,7 @@ def cmd_sample_wide(a):
     if not any(_narrow(x) for x in list(dyn) + list(shapes)):
         return {"status": "ok", "wide": False, "why": "the reference is not of a narrow type"}
     mem = int(os.environ.get("MK_PALLAS_MEM_MB") or 0) << 20
-    budget = min(0.8 * mem if mem else OWN_PROCESS_BYTES, OWN_PROCESS_BYTES) - chunked.resident_bytes(dyn) - \
-        chunked.OVERHEAD_BYTES
+    budget = chunked.bound(mem) - chunked.resident_bytes(dyn) - chunked.OVERHEAD_BYTES
     PHASE["now"] = "evaluating the reference in float32 on the sampled blocks"
     try:
         wide, why = chunked.blocks_wide(jax, fn, dyn, {int(p): m for p, m in chunks.items()}, shapes, blocks, budget)

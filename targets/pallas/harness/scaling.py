@@ -15,12 +15,14 @@ input changes). Parsing and planning need no JAX; choose() runs it.
 """
 
 import ast
+import os
 import re
 
+from . import chunked
 from .compare import compare_outputs
 from .errors import HarnessError
 from .inputs import config_scope, entry_fn, make_inputs
-from .jaxcall import _clock, _leaves, _to_numpy, jit_static
+from .jaxcall import _WithStatics, _clock, _leaves, _to_numpy, jit_static, static_positions
 from .limits import PHASE
 
 FLOOR = 8          # no size scales below this (nor do sizes at or below it change)
@@ -305,6 +307,7 @@ class Attempt:
         self.f, self.plan, self.reason, self.inputs_fn = f, p, None, None
         self.flops, self.call_s, self.input_bytes = None, None, None
         self.made = False  # whether its inputs were made (a cost refusal from shapes alone makes none)
+        self.parts = None  # the reference run in these equal parts ({axis: parts}: chunked.in_parts), or whole
         self.too_big = False  # refused for its cost: larger sizes are not tried
         self.unscalable = f == 1 and not p["symbols"]  # its own sizes are the only choice
         self.warning = None
@@ -314,6 +317,8 @@ class Attempt:
                "inputs_made": self.made}
         if self.plan.get("tier"):
             out["tier"] = self.plan["tier"]
+        if self.parts:
+            out["chunks"] = {str(p): m for p, m in sorted(self.parts.items())}
         if self.reason:
             out["refused"] = self.reason
         return out
@@ -411,18 +416,78 @@ def _changed_input(jax, np, dyn):
     return None
 
 
-def _run_reference(jax, task, ref, dtype, a, budget):
-    """Make the inputs and run the reference at a's scale; sets a.reason
+class _Refused(Exception):
+    pass
+
+
+def _in_memory(jax, a, raw, dyn, compiled, split_why):
+    """The reference as it runs at a's scale: `raw` jitted whole, or in
+    equal parts (chunked.in_parts, a.parts set) when whole it would hold
+    more than a harness process may (chunked.bound: 1p's flash attention at
+    the widths tier needs 4.5 GB whole), with the parts checked against
+    the unsplit reference by `split_why` (chunked.base_check on the test
+    scale's suite); None, a refused (too_big), when there is no such
+    check or no split. Its float32 evaluation (freeze.py) is counted too."""
+    from .freeze import _narrow
+    mem = int(os.environ.get("MK_PALLAS_MEM_MB") or 0) << 20
+    limit = chunked.bound(mem)
+    narrow = any(_narrow(x) for x in dyn)
+    wide = [x.astype("float32") if _narrow(x) else x for x in dyn] if narrow else None
+
+    def counted(fn):  # XLA's count of fn's run on the inputs, and on them widened (at most twice as much)
+        got = chunked.xla_bytes(compiled if fn is raw else jit_static(jax, fn, dyn).lower(*dyn).compile())
+        if wide is not None and got and chunked.estimate(2 * got) > limit:
+            got = max(got, chunked.xla_bytes(jit_static(jax, fn, wide).lower(*wide).compile()) or 0)
+        return got
+    try:
+        need = counted(raw)
+    except Exception:  # the reference fails on these inputs: running it says how
+        need = None
+    if not need or chunked.estimate(need) <= limit:
+        return _WithStatics(compiled, static_positions(dyn))
+    over = ("the reference needs %.3g MB at these sizes (XLA counts %.3g MB; chunked.estimate), over the %.3g MB "
+            "a harness process may hold" % (chunked.estimate(need) / 1e6, need / 1e6, limit / 1e6))
+    if split_why is None:
+        a.reason, a.too_big = over + " (not run in parts without the test scale's suite to check them on)", True
+        return None
+    PHASE["now"] = "checking the reference split in parts on the test scale's case"
+    shapes = _leaves(jax.eval_shape(jit_static(jax, raw, dyn), *dyn))
+    sizes = chunked.axis_sizes([x.shape for x in dyn if hasattr(x, "shape")], [o.shape for o in shapes])
+
+    def refuse(why):
+        raise _Refused(over + "; " + why)
+    try:
+        parts, _ = chunked.plan(sizes, need, (limit - chunked.OVERHEAD_BYTES) / chunked.XLA_UNDERCOUNT, split_why,
+                                lambda p: (counted(chunked.in_parts(jax, raw, p)), None), refuse)
+    except _Refused as e:
+        a.reason, a.too_big = str(e), True
+        return None
+    a.parts = parts
+    return jit_static(jax, chunked.in_parts(jax, raw, parts), dyn)
+
+
+def _run_reference(jax, task, ref, dtype, a, budget, split_why=None):
+    """Make the inputs and run the reference at a's scale (in parts when it
+    needs more memory than a process may hold: _in_memory); sets a.reason
     when this scale is refused. Returns the outputs."""
     np = __import__("numpy")
     dyn, statics = make_inputs(task, ref, 0, None, dtype, a.inputs_fn)
     a.made = True
     a.input_bytes = sum(int(x.nbytes) for x in dyn if hasattr(x, "nbytes"))
-    fn = jit_static(jax, entry_fn(task, ref, statics), dyn)
+    raw = entry_fn(task, ref, statics)
+    lowered = jit_static(jax, raw, dyn).lower(*dyn)
     if a.flops is None:
-        a.flops = _flops(fn.lower(*dyn))
+        a.flops = _flops(lowered)
     if _over_budget(a, budget):
         return None
+    try:
+        compiled = lowered.compile()
+    except Exception:  # the reference fails to compile here: running it says how
+        compiled = None
+    fn = _in_memory(jax, a, raw, dyn, compiled, split_why) if compiled is not None else jit_static(jax, raw, dyn)
+    if fn is None:
+        return None
+    del compiled
     t0 = _clock()
     outs = [_to_numpy(o) for o in _leaves(fn(*dyn))]
     a.call_s = _clock() - t0
@@ -446,9 +511,10 @@ def _over_budget(a, budget):
     return a.too_big
 
 
-def try_factor(jax, task, ref, dtype, syms, f, max_input_bytes, budget=FLOP_BUDGET, tier=None):
+def try_factor(jax, task, ref, dtype, syms, f, max_input_bytes, budget=FLOP_BUDGET, tier=None, split_why=None):
     """An Attempt at factor f (its reason set when refused); the cost is
-    checked from shapes before any input is made."""
+    checked from shapes before any input is made. `split_why`: the check
+    of a reference run in parts (_in_memory), when there is one."""
     p = plan(syms, f, tier)
     a = Attempt(f, p)
     PHASE["now"] = "running the reference at scale factor %d%s" % (f, " (%s only)" % tier if tier else "")
@@ -468,7 +534,7 @@ def try_factor(jax, task, ref, dtype, syms, f, max_input_bytes, budget=FLOP_BUDG
                 return a
             if _over_budget(a, budget):
                 return a
-            _run_reference(jax, task, ref, dtype, a, budget)
+            _run_reference(jax, task, ref, dtype, a, budget, split_why)
     except HarnessError:
         raise
     except Exception as e:  # the reference fails at this scale: another is tried

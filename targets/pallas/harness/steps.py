@@ -3,6 +3,7 @@ run, check, test, bench, profile, baseline (`cmd_<step>(args)` returns the
 step's answer). `freeze` and `verify` are freeze.py's."""
 
 import json
+import math
 import os
 import sys
 
@@ -21,6 +22,7 @@ from .races import call_checked
 from .escalation import Rescale, _CASE_HINTS, rescale_instead, traces_at_own_sizes
 from .candidate import exec_key, load_candidate, lower_and_compile, lower_checked
 from .limits import PHASE
+from . import chunked
 
 
 def python_paths():
@@ -233,7 +235,7 @@ def cmd_bench(a):
     PHASE["now"] = "timing the candidate"
     try:
         t = time_compiled(jax, compiled, dyn, "jit_mk_candidate", a.warmup, a.iters, not a.no_trace,
-                          a.min_time, a.max_iters)
+                          a.min_time, a.max_iters, a.max_time)
     except BaseException as e:  # whatever the candidate raises (SystemExit too) is its crash
         return {"status": "crash", "phase": "bench", "message": error_text(e, a.candidate)}
     out = t.pop("last_output")
@@ -281,7 +283,7 @@ def cmd_profile(a):
     t = {}
     if not latency:
         t = time_compiled(jax, compiled, list(args), "jit_mk_candidate", a.warmup, a.iters, not a.no_trace,
-                          a.min_time, a.max_iters)
+                          a.min_time, a.max_iters, a.max_time)
         latency = t["latency_s"]
         out = t.pop("last_output")
     else:
@@ -310,25 +312,49 @@ def cmd_baseline(a):
     else:
         args, statics = make_inputs(task, ref, 0, None, _resolve_dtype(a.dtype))
     fn = entry_fn(task, ref, statics)
+    parts = _case_chunks(a.tests, cid)
     try:
         with config_scope(ref, _case_config(a)):
             compiled, times = lower_and_compile(jax, fn, args)
+            if parts:  # frozen in parts (too large whole for a harness process): run as it was frozen
+                whole, compiled = compiled, lower_and_compile(jax, chunked.in_parts(jax, fn, parts), args)[0]
     except CandidateError as e:
         raise HarnessError("bad_task", "the reference does not compile: " + error_text(e.exc))
     t = time_compiled(jax, compiled, args, "jit_mk_reference", a.warmup, a.iters, not a.no_trace,
-                      a.min_time, a.max_iters)
+                      a.min_time, a.max_iters, a.max_time)
     out = t.pop("last_output")
-    cost = _cost(compiled)
+    cost = _cost(whole if parts else compiled)  # a loop's cost analysis counts its body once
     if hasattr(ref, "get_flops"):
         cost["flops"] = task_flops(ref, _case_config(a))
     if not cost.get("bytes"):
         cost["bytes"] = _io_bytes(args, out)
     info = device_info(jax)
     r = roofline(cost.get("flops"), cost.get("bytes"), t["latency_s"], chip_peaks(info["device_kind"]))
+    text = roofline_text(r, "XLA baseline")
+    if parts:
+        text += " [the reference computed in %d equal parts, one after another, as frozen]" % math.prod(parts.values())
     res = {"status": "ok", **times, **t, "flops": cost.get("flops"), "bytes": cost.get("bytes"),
-           "profile": r, "text": roofline_text(r, "XLA baseline"), "device_info": info, "timing": "device",
-           "case": cid, "timed_scale": timed_scale(a.tests, cid)}
+           "profile": r, "text": text, "device_info": info, "timing": "device",
+           "case": cid, "timed_scale": timed_scale(a.tests, cid), "parts": parts}
     return res
+
+
+def _case_chunks(tests_dir, cid):
+    """The equal parts ({axis: parts}) the reference of case `cid` was
+    frozen in (cases.json test_scale "chunks", its configuration's own
+    when the suite has several), or None when it ran whole. A suite of the
+    task's own sizes (own_sampled) keeps no inputs to time it on."""
+    if not tests_dir or not cid:
+        return None
+    rec = read_cases(tests_dir).get("test_scale")
+    if not isinstance(rec, dict) or rec.get("own_sampled"):
+        return None
+    k = case_entry(tests_dir, cid).get("configuration")
+    for c in rec.get("configurations") or []:
+        if k is not None and c.get("configuration") == k:
+            rec = c
+    chunks = rec.get("chunks")
+    return {int(p): int(m) for p, m in chunks.items()} if isinstance(chunks, dict) and chunks else None
 
 
 def _params(a):

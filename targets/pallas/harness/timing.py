@@ -82,18 +82,23 @@ def _trace_planes(jax, logdir):
     return planes
 
 
-def plan_iters(iters, min_time, max_iters, est_s):
+def plan_iters(iters, min_time, max_iters, est_s, max_time=0.0):
     """Timed calls: at least `iters`, more until about min_time seconds of
-    calls (estimated from one call), never more than max_iters."""
+    calls (estimated from one call), never more than max_iters, nor more
+    than max_time seconds of calls by the estimate (one call at least: an
+    interpreted 7p call takes 50 s)."""
     n = max(1, int(iters))
     if min_time and est_s and est_s > 0:
         n = max(n, int(math.ceil(min_time / est_s)))
     if max_iters:
         n = min(n, int(max_iters))
+    if max_time and est_s and est_s > 0:
+        n = min(n, max(1, int(max_time // est_s)))
     return n
 
 
-def time_compiled(jax, compiled, args, module, warmup=3, iters=20, use_trace=True, min_time=0.0, max_iters=1000):
+def time_compiled(jax, compiled, args, module, warmup=3, iters=20, use_trace=True, min_time=0.0, max_iters=1000,
+                  max_time=0.0):
     """Median on-device seconds of `compiled(*args)`, with the method used.
     Inputs are rotated between two copies when they are small enough, so a
     result left in a cache cannot flatter the timing."""
@@ -110,7 +115,7 @@ def time_compiled(jax, compiled, args, module, warmup=3, iters=20, use_trace=Tru
         out = compiled(*sets[i % len(sets)])
         _sync(out)
         est = _clock() - t0
-    iters = plan_iters(iters, min_time, max_iters, est)
+    iters = plan_iters(iters, min_time, max_iters, est, max_time)
     wall = []
     for i in range(iters):
         t0 = _clock()
