@@ -10,6 +10,10 @@
 # ../shared/benchmarks beside the checkout (or beside a worktree's parent).
 # Arguments (optional): TASK:FILE:VERDICT triples to run instead of all
 # (TASK alone: the JAXBench layout; LAYOUT/TASK: another).
+# Each evaluation must also end within $EXPERT_MAX_S seconds (600) with no
+# harness process above $EXPERT_MAX_MB MiB (3815: 4 GB), by its own
+# peak_rss_mb and by a sampler that reads every harness process's resident
+# memory from /proc twice a second (the evaluations here run one at a time).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 build=${MKENGINE_BUILD:-build}
@@ -27,6 +31,23 @@ kernels=(
   maxkernel/29k_Matmul_Swish_Sum_GroupNorm:cheat:rejected
 )
 [ $# -gt 0 ] && kernels=("$@")
+max_s=${EXPERT_MAX_S:-600} max_mb=${EXPERT_MAX_MB:-3815}
+peaks=$(mktemp)
+trap 'rm -f "$peaks"; [ -n "${sampler:-}" ] && kill "$sampler" 2>/dev/null' EXIT
+# twice a second: the time and the largest resident memory (KiB) of a process running the Pallas harness
+(
+  while :; do
+    m=0
+    for p in /proc/[0-9]*/; do
+      grep -qs 'pallas/harness' "$p/cmdline" || continue
+      r=$(awk '/^VmRSS/ {print $2}' "$p/status" 2>/dev/null)
+      [ -n "$r" ] && [ "$r" -gt "$m" ] && m=$r
+    done
+    echo "$(date +%s) $m" >>"$peaks"
+    sleep 0.5
+  done
+) &
+sampler=$!
 rc=0
 for tkv in "${kernels[@]}"; do
   IFS=: read -r task k want <<<"$tkv"
@@ -35,8 +56,13 @@ for tkv in "${kernels[@]}"; do
   got=$("$build/mkengine" eval "$path" "examples/expert/${task#*/}/$k.py" --no-tune --no-profile --fresh \
     --json | python3 -c 'import json, sys; r = json.load(sys.stdin); print(r["status"], "|", "%.0f" % (r.get("peak_rss_mb") or 0),
       "|", r.get("message", "")[:400])')
-  status=${got%% |*} rest=${got#*| }
-  echo "$task/$k: $status (want $want) in $(($(date +%s) - t0)) s, peak ${rest%% |*} MB: ${rest#*| }"
+  status=${got%% |*} rest=${got#*| } took=$(($(date +%s) - t0))
+  sampled=$(awk -v t0="$t0" '$1 >= t0 && $2 > m {m = $2} END {printf "%d", m / 1024}' "$peaks") peak=${rest%% |*}
+  echo "$task/$k: $status (want $want) in $took s, peak $peak MB (sampled $sampled MB): ${rest#*| }"
   [ "$status" = "$want" ] || rc=1
+  if [ "$took" -gt "$max_s" ] || [ "$peak" -gt "$max_mb" ] || [ "$sampled" -gt "$max_mb" ]; then
+    echo "  over the bounds: $max_s s, $max_mb MiB a harness process"
+    rc=1
+  fi
 done
 exit $rc

@@ -366,6 +366,27 @@ class TestTraceEvents(unittest.TestCase):
         self.assertEqual(plan(3, 0, 3, 50.0, max_time=30), 1, "7p's interpreted call: timed once")
         self.assertEqual(plan(3, 10.0, 100, 0.25, max_time=5), 20, "min_time asks 40, max_time allows 20")
 
+    @skip_unless(HAVE_JAX, "jax not installed")
+    def test_a_warm_up_call_past_max_time_is_the_one_timing(self):
+        import time
+        import jax
+        import jax.numpy as jnp
+        calls = []
+
+        importlib.import_module("harness.jaxcall")._jax()  # the harness's own clock, as its steps set it
+
+        def slow(x):  # a call of at least 50 ms, counted
+            calls.append(1)
+            time.sleep(0.05)
+            return jnp.zeros(1)
+        x = jnp.ones(4)
+        r = timing.time_compiled(jax, slow, [x], "m", warmup=1, iters=3, use_trace=False, max_time=0.01)
+        self.assertEqual((len(calls), r["wall"]["n"], r.get("warmup_only")), (1, 1, True))
+        self.assertGreaterEqual(r["latency_s"], 0.05)
+        del calls[:]
+        r = timing.time_compiled(jax, slow, [x], "m", warmup=1, iters=3, use_trace=False, max_time=100)
+        self.assertEqual((len(calls), r["wall"]["n"], r.get("warmup_only")), (4, 3, None))
+
     def test_summary_median_and_spread(self):
         s = H.summarize([4.0, 1.0, 3.0, 2.0])
         self.assertEqual(s["median_s"], 2.5)
