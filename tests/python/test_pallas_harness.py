@@ -1679,11 +1679,17 @@ class TestChunkedReference(unittest.TestCase):
         chunks = parts["test_scale"]["chunks"]
         self.assertTrue(chunks and set(chunks) <= {"0", "1"}, chunks)  # batch and heads: never the sequence
         self.assertLess(parts["peak_rss_mb"], 900)
-        refused, _ = freeze("refused", env=small)  # no test-scale suite to check a split on
+        # no test-scale suite to check a split on: whole while XLA's own count (0.14 GB) fits 4/5 of the limit
+        lone, err = freeze("lone", env=small)
+        self.assertEqual(lone["status"], "ok", (lone, err[-2000:]))
+        self.assertNotIn("chunks", lone["test_scale"])
+        self.assertIn("not run in parts without the test scale's suite", lone["test_scale"]["tried"][0]["whole"])
+        refused, _ = freeze("refused", env={"MK_PALLAS_MEM_MB": "700"})  # ... and refused when it does not
         self.assertEqual(refused["status"], "error")
         self.assertEqual(refused["error"]["kind"], "cannot_freeze")
         self.assertIn("over the", refused["error"]["message"])
         self.assertIn("not run in parts without the test scale's suite", refused["error"]["message"])
+        self.assertIn("XLA's own count is over 4/5 of the memory limit", refused["error"]["message"])
         whole, err = freeze("whole", "--base", base)  # no limit: 4 GB, the reference whole
         self.assertEqual(whole["status"], "ok", (whole, err[-2000:]))
         self.assertNotIn("chunks", whole["test_scale"])
@@ -1701,6 +1707,25 @@ class TestChunkedReference(unittest.TestCase):
         r, _, _ = run_harness("baseline", "--task", task, "--tests", os.path.join(tmp, "whole"), "--iters", "1",
                               "--warmup", "1")
         self.assertIsNone(r["parts"])
+
+    @skip_unless(HAVE_JAX, "jax not installed")
+    def test_a_reference_no_split_computes_runs_whole_when_its_own_count_fits_the_limit(self):
+        tmp = tempfile.mkdtemp(prefix="mk-own-gemm-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        task = os.path.join(TASKS, "own_gemm")
+
+        def freeze(name, mem):
+            r, _, err = run_harness("freeze", "--task", task, "--tests", os.path.join(tmp, name), "--heldout", "5",
+                                    "--own-sampled", env={"MK_PALLAS_MEM_MB": mem})
+            return r, err
+        r, err = freeze("whole", "830")
+        self.assertEqual(r["status"], "ok", (r, err[-2000:]))
+        self.assertNotIn("chunks", r["test_scale"])
+        self.assertTrue(any(w.startswith("the reference ran whole") for w in r["warnings"]), r["warnings"])
+        self.assertFalse(os.path.exists(os.path.join(tmp, "whole", ".spilled")))
+        r, err = freeze("refused", "700")
+        self.assertEqual(r["status"], "error", (r, err[-2000:]))
+        self.assertEqual(r["error"]["kind"], "cannot_freeze")
 
     @skip_unless(HAVE_JAX, "jax not installed")
     def test_the_float32_evaluation_on_the_sampled_blocks_alone_and_spilled_inputs(self):

@@ -48,6 +48,16 @@ def estimate(need, resident=0):
     return need * XLA_UNDERCOUNT + resident + OVERHEAD_BYTES
 
 
+def fits_whole(need, mem, resident=0):
+    """Whether a reference XLA counts at `need` bytes may still run whole
+    when no split of it checks out: by XLA's own count (not the estimate:
+    8p's GEMM at its own sizes is counted 2.95 GB and measured at 3.3 GB,
+    1p's attention is counted half of what it takes) within 4/5 of the
+    process's memory limit `mem` (none: always); the limit's watch ends
+    it if the count was low."""
+    return not mem or need + resident + OVERHEAD_BYTES <= 0.8 * mem
+
+
 SPILL_BYTES = 64 << 20  # an input this large is read from a file, part by part, while the parts run
 
 

@@ -308,6 +308,7 @@ class Attempt:
         self.flops, self.call_s, self.input_bytes = None, None, None
         self.made = False  # whether its inputs were made (a cost refusal from shapes alone makes none)
         self.parts = None  # the reference run in these equal parts ({axis: parts}: chunked.in_parts), or whole
+        self.whole_why = None  # why it ran whole though estimated over the bound (no split checked out)
         self.too_big = False  # refused for its cost: larger sizes are not tried
         self.unscalable = f == 1 and not p["symbols"]  # its own sizes are the only choice
         self.warning = None
@@ -319,6 +320,8 @@ class Attempt:
             out["tier"] = self.plan["tier"]
         if self.parts:
             out["chunks"] = {str(p): m for p, m in sorted(self.parts.items())}
+        if self.whole_why:
+            out["whole"] = self.whole_why
         if self.reason:
             out["refused"] = self.reason
         return out
@@ -426,8 +429,10 @@ def _in_memory(jax, a, raw, dyn, compiled, split_why):
     more than a harness process may (chunked.bound: 1p's flash attention at
     the widths tier needs 4.5 GB whole), with the parts checked against
     the unsplit reference by `split_why` (chunked.base_check on the test
-    scale's suite); None, a refused (too_big), when there is no such
-    check or no split. Its float32 evaluation (freeze.py) is counted too."""
+    scale's suite). When there is no such check or no split, whole if
+    XLA's own count fits the memory limit (chunked.fits_whole: a.whole_why
+    says why not in parts), else None, a refused (too_big). Its float32
+    evaluation (freeze.py) is counted too."""
     from .freeze import _narrow
     mem = int(os.environ.get("MK_PALLAS_MEM_MB") or 0) << 20
     limit = chunked.bound(mem)
@@ -447,20 +452,22 @@ def _in_memory(jax, a, raw, dyn, compiled, split_why):
         return _WithStatics(compiled, static_positions(dyn))
     over = ("the reference needs %.3g MB at these sizes (XLA counts %.3g MB; chunked.estimate), over the %.3g MB "
             "a harness process may hold" % (chunked.estimate(need) / 1e6, need / 1e6, limit / 1e6))
-    if split_why is None:
-        a.reason, a.too_big = over + " (not run in parts without the test scale's suite to check them on)", True
-        return None
-    PHASE["now"] = "checking the reference split in parts on the test scale's case"
-    shapes = _leaves(jax.eval_shape(jit_static(jax, raw, dyn), *dyn))
-    sizes = chunked.axis_sizes([x.shape for x in dyn if hasattr(x, "shape")], [o.shape for o in shapes])
 
     def refuse(why):
         raise _Refused(over + "; " + why)
     try:
+        if split_why is None:
+            refuse("not run in parts without the test scale's suite to check them on")
+        PHASE["now"] = "checking the reference split in parts on the test scale's case"
+        shapes = _leaves(jax.eval_shape(jit_static(jax, raw, dyn), *dyn))
+        sizes = chunked.axis_sizes([x.shape for x in dyn if hasattr(x, "shape")], [o.shape for o in shapes])
         parts, _ = chunked.plan(sizes, need, (limit - chunked.OVERHEAD_BYTES) / chunked.XLA_UNDERCOUNT, split_why,
                                 lambda p: (counted(chunked.in_parts(jax, raw, p)), None), refuse)
     except _Refused as e:
-        a.reason, a.too_big = str(e), True
+        if chunked.fits_whole(need, mem):  # XLA's own count fits the limit: whole, the limit's watch the judge
+            a.whole_why = str(e)
+            return _WithStatics(compiled, static_positions(dyn))
+        a.reason, a.too_big = str(e) + ", and XLA's own count is over 4/5 of the memory limit", True
         return None
     a.parts = parts
     return jit_static(jax, chunked.in_parts(jax, raw, parts), dyn)
