@@ -225,6 +225,13 @@ def cmd_test(a):
         return cmd_check(a)
 
 
+def _timed(jax, compiled, args, module, a):
+    """time_compiled with a timing step's options (--warmup, --iters,
+    --no-trace, --min-time, --max-iters, --max-time)."""
+    return time_compiled(jax, compiled, args, module, a.warmup, a.iters, not a.no_trace, a.min_time, a.max_iters,
+                         a.max_time)
+
+
 def cmd_bench(a):
     task = load_task(a.task, _overrides(a))
     jax = _jax()
@@ -234,8 +241,7 @@ def cmd_bench(a):
     dyn = [x for x in args]
     PHASE["now"] = "timing the candidate"
     try:
-        t = time_compiled(jax, compiled, dyn, "jit_mk_candidate", a.warmup, a.iters, not a.no_trace,
-                          a.min_time, a.max_iters, a.max_time)
+        t = _timed(jax, compiled, dyn, "jit_mk_candidate", a)
     except BaseException as e:  # whatever the candidate raises (SystemExit too) is its crash
         return {"status": "crash", "phase": "bench", "message": error_text(e, a.candidate)}
     out = t.pop("last_output")
@@ -282,8 +288,7 @@ def cmd_profile(a):
     latency = a.latency_s
     t = {}
     if not latency:
-        t = time_compiled(jax, compiled, list(args), "jit_mk_candidate", a.warmup, a.iters, not a.no_trace,
-                          a.min_time, a.max_iters, a.max_time)
+        t = _timed(jax, compiled, list(args), "jit_mk_candidate", a)
         latency = t["latency_s"]
         out = t.pop("last_output")
     else:
@@ -320,8 +325,7 @@ def cmd_baseline(a):
                 whole, compiled = compiled, lower_and_compile(jax, chunked.in_parts(jax, fn, parts), args)[0]
     except CandidateError as e:
         raise HarnessError("bad_task", "the reference does not compile: " + error_text(e.exc))
-    t = time_compiled(jax, compiled, args, "jit_mk_reference", a.warmup, a.iters, not a.no_trace,
-                      a.min_time, a.max_iters, a.max_time)
+    t = _timed(jax, compiled, args, "jit_mk_reference", a)
     out = t.pop("last_output")
     cost = _cost(whole if parts else compiled)  # a loop's cost analysis counts its body once
     if hasattr(ref, "get_flops"):
