@@ -20,6 +20,17 @@ from .steps import (cmd_baseline, cmd_bench, cmd_check, cmd_compile, cmd_load, c
     cmd_tunables)
 
 
+def _timing_args(s):
+    """The options of a step that times calls (bench, profile, baseline)."""
+    s.add_argument("--warmup", type=int, default=3)
+    s.add_argument("--iters", type=int, default=20)
+    s.add_argument("--no-trace", action="store_true", help="wall time only")
+    s.add_argument("--min-time", type=float, default=0.0, help="seconds of timed calls to aim for")
+    s.add_argument("--max-iters", type=int, default=1000)
+    s.add_argument("--max-time", type=float, default=0.0,
+                   help="seconds of timed calls not to pass, by the warm-up's estimate (one call at least; 0: no bound)")
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog="harness", description="mkengine Pallas target harness")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -48,14 +59,7 @@ def build_parser():
             s.add_argument("--tests", required=tests, help="frozen tests directory")
             s.add_argument("--case", help="case id for compile/bench inputs")
         if timing:
-            s.add_argument("--warmup", type=int, default=3)
-            s.add_argument("--iters", type=int, default=20)
-            s.add_argument("--no-trace", action="store_true", help="wall time only")
-            s.add_argument("--min-time", type=float, default=0.0, help="seconds of timed calls to aim for")
-            s.add_argument("--max-iters", type=int, default=1000)
-            s.add_argument("--max-time", type=float, default=0.0,
-                           help="seconds of timed calls not to pass, by the warm-up's estimate (one call at least; "
-                                "0: no bound)")
+            _timing_args(s)
         return s
 
     add("load", cmd_load)
