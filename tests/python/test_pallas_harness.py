@@ -1759,6 +1759,13 @@ class TestChunkedReference(unittest.TestCase):
             np.testing.assert_allclose(w, full[tuple(slice(s, e) for s, e in zip(b["start"], b["stop"]))], rtol=1e-6)
         _, why = self.C.blocks_wide(jax, gqa, dyn, {0: 2, 1: 2}, out, blocks, 10)
         self.assertIn("needs", why)
+        # over the estimate's budget, but XLA's own count fits the memory limit: evaluated all the same
+        again, why = self.C.blocks_wide(jax, gqa, dyn, {0: 2, 1: 2}, out, blocks, 10, mem=8 << 30)
+        self.assertIsNone(why)
+        for w, v in zip(again, wide):
+            np.testing.assert_array_equal(w, v)
+        _, why = self.C.blocks_wide(jax, gqa, dyn, {0: 2, 1: 2}, out, blocks, 10, mem=1 << 20)
+        self.assertIn("over 4/5 of the memory limit", why)
         shutil.rmtree(tmp)
 
 

@@ -377,10 +377,14 @@ def part_of(block, shape, parts):
     return _indices({p: range(block["start"][p] // step[p], (block["stop"][p] - 1) // step[p] + 1) for p in parts})
 
 
-def blocks_wide(jax, fn, dyn, parts, out_shapes, blocks, budget):
+def blocks_wide(jax, fn, dyn, parts, out_shapes, blocks, budget, mem=0):
     """The reference evaluated in float32 (its bfloat16/float16 inputs
     widened, part by part) on `blocks` only, one float32 array per block;
-    None, why when one part would need more than `budget` bytes."""
+    None, why when one part would need more than `budget` bytes by the
+    estimate and, the parts being the freeze's (2p GQA's 32 are as many as
+    its 8 kv heads allow), more than the memory limit `mem` by XLA's own
+    count (fits_whole: 2p's float32 part is counted 2.2 GB, taken as
+    4.4 GB by the estimate, and its step measured at 3.7 GB)."""
     import numpy as np
     from .freeze import _narrow
     np_dyn = as_numpy(dyn)
@@ -389,9 +393,10 @@ def blocks_wide(jax, fn, dyn, parts, out_shapes, blocks, budget):
     compiled = jit_static(jax, fn, first).lower(*first).compile()
     del first
     need = xla_bytes(compiled)
-    if need and need * XLA_UNDERCOUNT > budget:
-        return None, "its float32 evaluation needs %.3g MB a part (XLA's count x %.1f), over %.3g MB" % (
-            need * XLA_UNDERCOUNT / 1e6, XLA_UNDERCOUNT, budget / 1e6)
+    if need and need * XLA_UNDERCOUNT > budget and not (mem and fits_whole(need, mem, resident_bytes(np_dyn))):
+        return None, ("its float32 evaluation needs %.3g MB a part (XLA's count x %.1f), over %.3g MB, and XLA's own "
+                      "count is over 4/5 of the memory limit" % (need * XLA_UNDERCOUNT / 1e6, XLA_UNDERCOUNT,
+                                                                  budget / 1e6))
     out = [np.full([e - s for s, e in zip(b["start"], b["stop"])], np.nan, np.float32) for b in blocks]
     wanted = {}
     for i, b in enumerate(blocks):

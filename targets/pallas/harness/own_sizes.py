@@ -343,7 +343,8 @@ def cmd_sample_wide(a):
     budget = chunked.bound(mem) - chunked.resident_bytes(dyn) - chunked.OVERHEAD_BYTES
     PHASE["now"] = "evaluating the reference in float32 on the sampled blocks"
     try:
-        wide, why = chunked.blocks_wide(jax, fn, dyn, {int(p): m for p, m in chunks.items()}, shapes, blocks, budget)
+        wide, why = chunked.blocks_wide(jax, fn, dyn, {int(p): m for p, m in chunks.items()}, shapes, blocks, budget,
+                                        mem)
     except Exception as e:  # the reference refuses float32: no bound from it
         wide, why = None, "the reference fails in float32 (%s)" % error_text(e, limit=200)
     import shutil
