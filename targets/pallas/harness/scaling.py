@@ -437,11 +437,11 @@ def _in_memory(jax, a, raw, dyn, compiled, split_why):
     mem = int(os.environ.get("MK_PALLAS_MEM_MB") or 0) << 20
     limit = chunked.bound(mem)
     narrow = any(_narrow(x) for x in dyn)
-    wide = [x.astype("float32") if _narrow(x) else x for x in dyn] if narrow else None
 
     def counted(fn):  # XLA's count of fn's run on the inputs, and on them widened (at most twice as much)
         got = chunked.xla_bytes(compiled if fn is raw else jit_static(jax, fn, dyn).lower(*dyn).compile())
-        if wide is not None and got and chunked.estimate(2 * got) > limit:
+        if narrow and got and chunked.estimate(2 * got) > limit:  # shapes alone: nothing widened is made
+            wide = [jax.ShapeDtypeStruct(x.shape, "float32") if _narrow(x) else x for x in dyn]
             got = max(got, chunked.xla_bytes(jit_static(jax, fn, wide).lower(*wide).compile()) or 0)
         return got
     try:

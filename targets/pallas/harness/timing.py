@@ -115,19 +115,19 @@ def time_compiled(jax, compiled, args, module, warmup=3, iters=20, use_trace=Tru
         out = compiled(*sets[i % len(sets)])
         _sync(out)
         est = _clock() - t0
-    if max_time and est > max_time:  # one call past the bound (7p interpreted: 48 s): it is the timing
-        result = {"method": "wall", "wall": summarize([est]), "warmup_only": True}
-        result.update(calls_s=_clock() - t_all, latency_s=est, spread=0.0, last_output=out)
-        return result
-    iters = plan_iters(iters, min_time, max_iters, est, max_time)
-    wall = []
+    # one call past the bound (7p interpreted: 48 s) is the timing: nothing more is run
+    warmup_only = bool(max_time) and est > max_time
+    iters = 0 if warmup_only else plan_iters(iters, min_time, max_iters, est, max_time)
+    wall = [est] if warmup_only else []
     for i in range(iters):
         t0 = _clock()
         out = compiled(*sets[i % len(sets)])
         _sync(out)
         wall.append(_clock() - t0)
     result = {"method": "wall", "wall": summarize(wall)}
-    if use_trace:
+    if warmup_only:
+        result["warmup_only"] = True
+    if use_trace and iters:
         try:
             with tempfile.TemporaryDirectory(prefix="mk-trace-") as d:
                 with jax.profiler.trace(d):
